@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package blocktune needs to build, run, test and benchmark.
+# Idempotent: packages already present are skipped, so rerunning costs one dpkg query.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libsqlite3-dev sqlite3
+  nlohmann-json3-dev
+  libcpp-httplib-dev
+  libspdlog-dev
+  libgtest-dev libgmock-dev
+  libbenchmark-dev
+  libcli11-dev
+  libopenblas-dev   # baseline for benchmarks only; blocktune never links it into a product
+  curl              # used by e2e scripts and the README's smoke check
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -qq
+  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,161 @@
+// matmul_bench: GFLOP/s of our Matmul (default config, configs from --configs, or every valid
+// config with --sweep) next to OpenBLAS cblas_sgemm on the same shapes and thread counts.
+//
+//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./matmul_bench
+//       [--shapes=1024x1024x1024,32x4096x4096] [--threads=1,2]
+//       [--configs=96x512x256,144x1024x384] [--sweep] [--no_openblas] [benchmark flags]
+//
+// Shapes are MxNxK; configs are block_m x block_n x block_k. The two OPENBLAS_* variables make
+// OpenBLAS pick a smaller kernel/cache model (about 2x slower here), so unset them to compare.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/matmul/matmul.h"
+
+namespace blocktune::kernels {
+namespace {
+
+struct Triple {
+  int64_t x = 0, y = 0, z = 0;
+};
+
+std::vector<Triple> ParseTriples(std::string_view text) {
+  std::vector<Triple> out;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string item(text.substr(0, comma));
+    Triple t;
+    if (std::sscanf(item.c_str(), "%ldx%ldx%ld", &t.x, &t.y, &t.z) == 3) out.push_back(t);
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::vector<int> ParseInts(std::string_view text) {
+  std::vector<int> out;
+  while (!text.empty()) {
+    out.push_back(std::atoi(std::string(text.substr(0, text.find(','))).c_str()));
+    const size_t comma = text.find(',');
+    if (comma == std::string_view::npos) break;
+    text.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+struct Operands {
+  explicit Operands(const MatmulShape& s)
+      : a(static_cast<size_t>(s.m * s.k)), b(static_cast<size_t>(s.k * s.n)), c(static_cast<size_t>(s.m * s.n)) {
+    uint32_t x = 12345;
+    for (float& v : a) v = float((x = x * 1664525u + 1013904223u) >> 8) / float(1 << 24) - 0.5f;
+    for (float& v : b) v = float((x = x * 1664525u + 1013904223u) >> 8) / float(1 << 24) - 0.5f;
+  }
+  std::vector<float> a, b, c;
+};
+
+void SetCounters(benchmark::State& state, const MatmulShape& s) {
+  state.counters["GFLOPs"] = benchmark::Counter(2.0 * double(s.m) * double(s.n) * double(s.k) * 1e-9,
+                                                benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BenchOurs(benchmark::State& state, MatmulShape shape, MatmulBlockSizes bs, int threads) {
+  Operands op(shape);
+  for (auto _ : state) {
+    auto status = Matmul(bs, shape, op.a.data(), op.b.data(), op.c.data(), threads);
+    if (!status) {
+      state.SkipWithError(status.error().ToString().c_str());
+      break;
+    }
+    benchmark::DoNotOptimize(op.c.data());
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, shape);
+}
+
+void BenchOpenBlas(benchmark::State& state, MatmulShape shape, int threads) {
+  Operands op(shape);
+  openblas_set_num_threads(threads);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(shape.m), int(shape.n), int(shape.k), 1.0f,
+                op.a.data(), int(shape.k), op.b.data(), int(shape.n), 0.0f, op.c.data(), int(shape.n));
+    benchmark::DoNotOptimize(op.c.data());
+    benchmark::ClobberMemory();
+  }
+  SetCounters(state, shape);
+}
+
+std::string ShapeName(const MatmulShape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
+int Main(int argc, char** argv) {
+  std::vector<Triple> shapes = {{256, 256, 256},   {512, 512, 512},  {1024, 1024, 1024}, {2048, 2048, 2048},
+                                {32, 4096, 4096},  {4096, 32, 4096}, {64, 1024, 1024},   {1024, 64, 1024},
+                                {1024, 1024, 64}};
+  std::vector<int> thread_counts = {1, 2};
+  std::vector<Triple> configs;
+  bool sweep = false;
+  bool openblas = true;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg.starts_with("--shapes=")) {
+      shapes = ParseTriples(arg.substr(9));
+    } else if (arg.starts_with("--threads=")) {
+      thread_counts = ParseInts(arg.substr(10));
+    } else if (arg.starts_with("--configs=")) {
+      configs = ParseTriples(arg.substr(10));
+    } else if (arg == "--sweep") {
+      sweep = true;
+    } else if (arg == "--no_openblas") {
+      openblas = false;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  const MatmulBlockSizes default_bs = *FromConfig<MatmulBlockSizes>(MatmulSpec().DefaultConfig());
+  std::vector<MatmulBlockSizes> block_sizes = {default_bs};
+  for (const Triple& t : configs) block_sizes.push_back(MatmulBlockSizes{t.x, t.y, t.z});
+  if (sweep) {
+    block_sizes.clear();
+    for (const Config& c : MatmulSpec().ConfigSpace()) block_sizes.push_back(*FromConfig<MatmulBlockSizes>(c));
+  }
+  const HardwareProfile hw = HardwareProfile::Detect(1);
+  for (const Triple& t : shapes) {
+    const MatmulShape shape{t.x, t.y, t.z};
+    for (int threads : thread_counts) {
+      if (openblas) {
+        benchmark::RegisterBenchmark(
+            ("openblas/" + ShapeName(shape) + "/t" + std::to_string(threads)).c_str(),
+            [=](benchmark::State& s) { BenchOpenBlas(s, shape, threads); })
+            ->UseRealTime();
+      }
+      for (const MatmulBlockSizes& bs : block_sizes) {
+        if (!Validate(bs, shape, hw)) continue;
+        const std::string name = std::string("blocktune_") + MatmulIsa() + "/" + ShapeName(shape) + "/t" +
+                                 std::to_string(threads) + "/bm" + std::to_string(bs.block_m) + "_bn" +
+                                 std::to_string(bs.block_n) + "_bk" + std::to_string(bs.block_k) +
+                                 (bs == default_bs ? "_default" : "");
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { BenchOurs(s, shape, bs, threads); })
+            ->UseRealTime();
+      }
+    }
+  }
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
+
+}  // namespace
+}  // namespace blocktune::kernels
+
+int main(int argc, char** argv) { return blocktune::kernels::Main(argc, argv); }

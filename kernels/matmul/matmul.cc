@@ -1,0 +1,287 @@
+// The matmul driver: validation, ISA dispatch, the thread split, and the GotoBLAS/BLIS loop
+// nest (block_n columns -> block_k depth, pack B -> block_m rows, pack A -> micro-tiles) around
+// the micro-kernels of micro_kernel_*.cc.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "kernels/core/parallel.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/matmul/micro_kernel.h"
+
+namespace blocktune::kernels {
+namespace {
+
+using matmul_internal::MicroKernelSet;
+
+// A packed panel larger than this is a typo, not a tuning choice: 64 MiB is 32x the L2 and
+// would need a 64 MiB allocation per thread.
+constexpr int64_t kMaxPanelBytes = int64_t{64} << 20;
+// Below this many flops per thread, waking a worker (~2-10 us) costs more than it saves
+// (2^21 flops is ~10 us on one AVX-512 core), so small problems use fewer threads.
+constexpr double kMinFlopsPerThread = double(1 << 21);
+
+// Sysfs and CPUID are read once per process, not per call.
+const HardwareProfile& CachedHardware() {
+  static const HardwareProfile kHw = HardwareProfile::Detect(1);
+  return kHw;
+}
+
+const MicroKernelSet* SetForIsa(std::string_view isa) {
+  if (isa == "avx512") return &matmul_internal::Avx512Kernels();
+  if (isa == "avx2") return &matmul_internal::Avx2Kernels();
+  if (isa == "base" || isa == "portable") return &matmul_internal::PortableKernels();
+  return nullptr;
+}
+
+// The ISA the host runs; "avx512" already implies FMA on every CPU that has it.
+const MicroKernelSet& HostSet() {
+  static const MicroKernelSet* kSet = [] {
+    const MicroKernelSet* s = SetForIsa(CachedHardware().cpu.isa);
+    return s != nullptr ? s : &matmul_internal::PortableKernels();
+  }();
+  return *kSet;
+}
+
+bool HostCanRun(std::string_view isa) {
+  const std::string& host = CachedHardware().cpu.isa;
+  if (isa == "avx512") return host == "avx512";
+  if (isa == "avx2") return host == "avx512" || host == "avx2";
+  return isa == "base" || isa == "portable";
+}
+
+// A 64-byte aligned buffer kept per thread (the pool's workers are persistent, so after the
+// first call of a given size no call allocates).
+class ScratchBuffer {
+ public:
+  ScratchBuffer() = default;
+  ScratchBuffer(const ScratchBuffer&) = delete;
+  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
+  ~ScratchBuffer() { std::free(data_); }
+
+  float* Get(int64_t floats) {
+    if (floats > capacity_) {
+      std::free(data_);
+      // Round to 4 KiB so aligned_alloc's size is a multiple of the alignment and small growths
+      // do not reallocate; +16 floats of slack for the packers' 16-byte overhanging stores.
+      const int64_t bytes = ((floats + 16) * 4 + 4095) / 4096 * 4096;
+      data_ = static_cast<float*>(std::aligned_alloc(4096, static_cast<size_t>(bytes)));
+      capacity_ = data_ != nullptr ? bytes / 4 - 16 : 0;
+    }
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  int64_t capacity_ = 0;
+};
+
+thread_local ScratchBuffer t_a_buffer;
+thread_local ScratchBuffer t_b_buffer;
+
+// Packs kb x nb of B (leading dimension ldb) into micro-panels of tile_cols columns, each kb
+// steps of tile_cols floats, zero-padded on the right (padding is computed, never stored, but
+// zeros avoid denormal garbage slowing the FMAs).
+void PackB(const float* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, float* dst) {
+  for (int64_t j = 0; j < nb; j += tile_cols) {
+    const int64_t cols = std::min<int64_t>(tile_cols, nb - j);
+    const float* src = b + j;
+    if (cols == tile_cols) {
+      for (int64_t p = 0; p < kb; ++p) std::memcpy(dst + p * tile_cols, src + p * ldb, sizeof(float) * tile_cols);
+    } else {
+      for (int64_t p = 0; p < kb; ++p) {
+        std::memcpy(dst + p * tile_cols, src + p * ldb, sizeof(float) * cols);
+        std::memset(dst + p * tile_cols + cols, 0, sizeof(float) * (tile_cols - cols));
+      }
+    }
+    dst += kb * tile_cols;
+  }
+}
+
+struct Range {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+// One thread's C[rows, cols] block with the full k reduction; no synchronisation needed.
+void ComputeBlock(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const MatmulShape& shape, Range rows,
+                  Range cols, const float* a, const float* b, float* c) {
+  const int mr = ks.tile_rows;
+  const int nr = ks.tile_cols;
+  const int64_t lda = shape.k;
+  const int64_t ldb = shape.n;
+  const int64_t ldc = shape.n;
+  const int64_t mc = bs.block_m;
+  const int64_t nc = bs.block_n;
+  const int64_t kc = bs.block_k;
+  if (shape.k == 0) {
+    for (int64_t i = rows.begin; i < rows.end; ++i) {
+      std::fill(c + i * ldc + cols.begin, c + i * ldc + cols.end, 0.0f);
+    }
+    return;
+  }
+  // The buffers need only cover this block (a small problem with large block sizes must not
+  // allocate the full panels).
+  const int64_t m_extent = std::min(mc, (rows.end - rows.begin + mr - 1) / mr * mr);
+  const int64_t n_extent = std::min(nc, (cols.end - cols.begin + nr - 1) / nr * nr);
+  const int64_t k_extent = std::min(kc, shape.k);
+  float* a_pack = t_a_buffer.Get(m_extent * k_extent);
+  float* b_pack = t_b_buffer.Get(n_extent * k_extent);
+  if (a_pack == nullptr || b_pack == nullptr) std::abort();  // out of memory: no exceptions here
+
+  for (int64_t jc = cols.begin; jc < cols.end; jc += nc) {
+    const int64_t nb = std::min(nc, cols.end - jc);
+    for (int64_t pc = 0; pc < shape.k; pc += kc) {
+      const int64_t kb = std::min(kc, shape.k - pc);
+      const bool accumulate = pc > 0;
+      PackB(b + pc * ldb + jc, ldb, kb, nb, nr, b_pack);
+      for (int64_t ic = rows.begin; ic < rows.end; ic += mc) {
+        const int64_t mb = std::min(mc, rows.end - ic);
+        for (int64_t ir = 0; ir < mb; ir += mr) {
+          ks.pack_a(a + (ic + ir) * lda + pc, lda, static_cast<int>(std::min<int64_t>(mr, mb - ir)), kb,
+                    a_pack + ir * kb);
+        }
+        for (int64_t jr = 0; jr < nb; jr += nr) {
+          const int n_cols = static_cast<int>(std::min<int64_t>(nr, nb - jr));
+          const int half = n_cols * 2 <= nr ? 1 : 0;
+          const float* bp = b_pack + jr * kb;
+          float* cp = c + ic * ldc + jc + jr;
+          for (int64_t ir = 0; ir < mb; ir += mr) {
+            const int m_rows = static_cast<int>(std::min<int64_t>(mr, mb - ir));
+            ks.kernels[half][m_rows - 1](kb, a_pack + ir * kb, bp, cp + ir * ldc, ldc, n_cols, accumulate);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Chooses a tm x tn grid of threads (tm * tn <= threads) minimising one thread's work: its
+// padded tile area plus the packing it repeats (each thread packs its own A and B; a packed
+// element costs about as much as 10 multiply-adds).
+void ChooseGrid(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const MatmulShape& shape, int threads,
+                int* grid_m, int* grid_n) {
+  const int64_t m_tiles = (shape.m + ks.tile_rows - 1) / ks.tile_rows;
+  const int64_t n_tiles = (shape.n + ks.tile_cols - 1) / ks.tile_cols;
+  const double flops = 2.0 * double(shape.m) * double(shape.n) * double(shape.k);
+  const int useful = static_cast<int>(std::clamp(flops / kMinFlopsPerThread, 1.0, double(threads)));
+  double best = -1;
+  *grid_m = 1;
+  *grid_n = 1;
+  for (int tm = 1; tm <= useful && tm <= m_tiles; ++tm) {
+    for (int tn = 1; tm * tn <= useful && tn <= n_tiles; ++tn) {
+      const double rows = double((m_tiles + tm - 1) / tm * ks.tile_rows);
+      const double cols = double((n_tiles + tn - 1) / tn * ks.tile_cols);
+      const double a_packs = double((int64_t(cols) + bs.block_n - 1) / bs.block_n);
+      const double cost = rows * cols + 10.0 * (cols + rows * a_packs);
+      if (best < 0 || cost < best * 0.999) {
+        best = cost;
+        *grid_m = tm;
+        *grid_n = tn;
+      }
+    }
+  }
+}
+
+Status Run(const MicroKernelSet& ks, const HardwareProfile& hw, const MatmulBlockSizes& bs,
+           const MatmulShape& shape, const float* a, const float* b, float* c, int threads) {
+  if (auto s = Validate(bs, shape, hw); !s) return s;
+  if (threads < 1) return InvalidArgument("threads must be >= 1, got " + std::to_string(threads), "threads");
+  if (shape.m == 0 || shape.n == 0) return {};
+  int grid_m = 1;
+  int grid_n = 1;
+  ChooseGrid(ks, bs, shape, threads, &grid_m, &grid_n);
+  const int64_t m_tiles = (shape.m + ks.tile_rows - 1) / ks.tile_rows;
+  const int64_t n_tiles = (shape.n + ks.tile_cols - 1) / ks.tile_cols;
+  ParallelRun(grid_m * grid_n, [&](int thread) {
+    const int64_t i = thread / grid_n;
+    const int64_t j = thread % grid_n;
+    const Range rows{std::min(shape.m, m_tiles * i / grid_m * ks.tile_rows),
+                     std::min(shape.m, m_tiles * (i + 1) / grid_m * ks.tile_rows)};
+    const Range cols{std::min(shape.n, n_tiles * j / grid_n * ks.tile_cols),
+                     std::min(shape.n, n_tiles * (j + 1) / grid_n * ks.tile_cols)};
+    if (rows.begin < rows.end && cols.begin < cols.end) ComputeBlock(ks, bs, shape, rows, cols, a, b, c);
+  });
+  return {};
+}
+
+}  // namespace
+
+MatmulTile MatmulTileFor(std::string_view isa) {
+  const MicroKernelSet* s = SetForIsa(isa);
+  if (s == nullptr) s = &matmul_internal::PortableKernels();
+  return MatmulTile{s->tile_rows, s->tile_cols};
+}
+
+Status Validate(const MatmulBlockSizes& bs, const MatmulShape& shape, const HardwareProfile& hw) {
+  const MatmulTile tile = MatmulTileFor(hw.cpu.isa);
+  const std::pair<const char*, int64_t> params[] = {
+      {"block_m", bs.block_m}, {"block_n", bs.block_n}, {"block_k", bs.block_k}};
+  for (const auto& [name, value] : params) {
+    if (value <= 0) {
+      return InvalidArgument(std::string(name) + " must be positive, got " + std::to_string(value),
+                             std::string("config.") + name);
+    }
+    // Bounds the products below well inside int64 and the panels inside kMaxPanelBytes.
+    if (value > (int64_t{1} << 24)) {
+      return InvalidArgument(std::string(name) + " must be at most 16777216, got " + std::to_string(value),
+                             std::string("config.") + name);
+    }
+  }
+  // A block that is not a whole number of micro-tiles leaves a partial tile in every block, not
+  // just at the matrix edge: the kernel stays correct but wastes up to a tile per block.
+  if (bs.block_m % tile.rows != 0) {
+    return InvalidArgument("block_m must be a multiple of the " + hw.cpu.isa + " micro-tile rows (" +
+                               std::to_string(tile.rows) + "), got " + std::to_string(bs.block_m),
+                           "config.block_m");
+  }
+  if (bs.block_n % tile.cols != 0) {
+    return InvalidArgument("block_n must be a multiple of the " + hw.cpu.isa + " micro-tile columns (" +
+                               std::to_string(tile.cols) + "), got " + std::to_string(bs.block_n),
+                           "config.block_n");
+  }
+  int64_t limit = kMaxPanelBytes;
+  if (hw.l3_bytes > 0) limit = std::min(limit, hw.l3_bytes);
+  const std::string limit_text = std::to_string(limit >> 10) + " KiB";
+  if (bs.block_k * bs.block_n * 4 > limit) {
+    return InvalidArgument("packed B panel block_k*block_n*4 = " + std::to_string(bs.block_k * bs.block_n * 4 >> 10) +
+                               " KiB exceeds " + limit_text + " (min of L3 and 64 MiB)",
+                           "config.block_n");
+  }
+  if (bs.block_m * bs.block_k * 4 > limit) {
+    return InvalidArgument("packed A panel block_m*block_k*4 = " + std::to_string(bs.block_m * bs.block_k * 4 >> 10) +
+                               " KiB exceeds " + limit_text + " (min of L3 and 64 MiB)",
+                           "config.block_m");
+  }
+  const std::pair<const char*, int64_t> dims[] = {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}};
+  for (const auto& [name, value] : dims) {
+    if (value < 0) {
+      return InvalidArgument(std::string(name) + " must be >= 0, got " + std::to_string(value),
+                             std::string("shape.") + name);
+    }
+  }
+  return {};
+}
+
+Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a, const float* b, float* c,
+              int threads) {
+  return Run(HostSet(), CachedHardware(), bs, shape, a, b, c, threads);
+}
+
+Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a,
+                     const float* b, float* c, int threads) {
+  const MicroKernelSet* s = SetForIsa(isa);
+  if (s == nullptr) return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
+  if (!HostCanRun(isa)) {
+    return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
+                     "isa");
+  }
+  HardwareProfile hw = CachedHardware();
+  hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
+  return Run(*s, hw, bs, shape, a, b, c, threads);
+}
+
+const char* MatmulIsa() { return HostSet().name; }
+
+}  // namespace blocktune::kernels

@@ -1,0 +1,79 @@
+// Internal to kernels/matmul: the table of micro-kernels and packing routines one ISA provides,
+// so the blocking driver in matmul.cc is written once and each ISA file (compiled with its own
+// target attributes) only supplies the innermost loops.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
+namespace blocktune::kernels::matmul_internal {
+
+// Largest micro-tile row count of any ISA (sizes the function tables).
+inline constexpr int kMaxTileRows = 16;
+
+// C[rows x cols] (=|+=) Apanel * Bpanel over kc. `a` is a packed micro-panel (kc steps of
+// `tile_rows` floats, rows beyond `rows` unread), `b` a packed micro-panel (kc steps of
+// `tile_cols` floats, 64-byte aligned, zero beyond `cols`). accumulate=false overwrites C.
+using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols,
+                               bool accumulate);
+
+// Packs rows x kc of row-major A (leading dimension lda) into one micro-panel: dst[p*tile_rows + r].
+using PackAFn = void (*)(const float* a, int64_t lda, int rows, int64_t kc, float* dst);
+
+struct MicroKernelSet {
+  const char* name;  // "avx512", "avx2", "portable"
+  int tile_rows;     // MR
+  int tile_cols;     // NR
+  // kernels[half][rows - 1]: half=1 is used when cols <= tile_cols / 2 (computes half the
+  // columns, so skinny-n problems do not pay for a padded full tile).
+  MicroKernelFn kernels[2][kMaxTileRows];
+  PackAFn pack_a;
+};
+
+// Packs A for any tile height. 4x4 SSE transposes (baseline on x86-64) move four rows by four
+// k at a time: about 0.3 cycles per element instead of ~1 for the scalar loop, which matters
+// because A is repacked once per block_n columns (packing/compute ~ 32 * cost / block_n).
+template <int kTileRows>
+void PackA(const float* a, int64_t lda, int rows, int64_t kc, float* dst) {
+  int r = 0;
+#if defined(__SSE2__)
+  for (; r + 4 <= rows; r += 4) {
+    const float* s0 = a + r * lda;
+    const float* s1 = s0 + lda;
+    const float* s2 = s1 + lda;
+    const float* s3 = s2 + lda;
+    float* d = dst + r;
+    int64_t p = 0;
+    for (; p + 4 <= kc; p += 4) {
+      __m128 x0 = _mm_loadu_ps(s0 + p);
+      __m128 x1 = _mm_loadu_ps(s1 + p);
+      __m128 x2 = _mm_loadu_ps(s2 + p);
+      __m128 x3 = _mm_loadu_ps(s3 + p);
+      _MM_TRANSPOSE4_PS(x0, x1, x2, x3);
+      _mm_storeu_ps(d + (p + 0) * kTileRows, x0);
+      _mm_storeu_ps(d + (p + 1) * kTileRows, x1);
+      _mm_storeu_ps(d + (p + 2) * kTileRows, x2);
+      _mm_storeu_ps(d + (p + 3) * kTileRows, x3);
+    }
+    for (; p < kc; ++p) {
+      d[p * kTileRows + 0] = s0[p];
+      d[p * kTileRows + 1] = s1[p];
+      d[p * kTileRows + 2] = s2[p];
+      d[p * kTileRows + 3] = s3[p];
+    }
+  }
+#endif
+  for (; r < rows; ++r) {
+    const float* s = a + r * lda;
+    for (int64_t p = 0; p < kc; ++p) dst[p * kTileRows + r] = s[p];
+  }
+}
+
+const MicroKernelSet& Avx512Kernels();
+const MicroKernelSet& Avx2Kernels();
+const MicroKernelSet& PortableKernels();
+
+}  // namespace blocktune::kernels::matmul_internal

@@ -1,0 +1,103 @@
+// The AVX-512 micro-kernel: a 12x32 tile of C in 24 zmm accumulators (two 16-float vectors per
+// row), one broadcast of A per row and two aligned loads of B per k step. Only these functions
+// carry the avx512 target attribute, so the library still runs on any x86-64.
+//
+// Why 12x32: 24 accumulators + 2 B vectors + 1 broadcast fit the 32 zmm registers; 24 FMAs per
+// 14 loads keeps both FMA ports busy (2 loads/cycle needed: 7 cycles of loads per 12 of FMA),
+// and 12 rows keep block_m a multiple of the AVX2 (6) and portable (4) tile heights too.
+#include "kernels/matmul/micro_kernel.h"
+
+#include <utility>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+#define BLOCKTUNE_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
+
+namespace blocktune::kernels::matmul_internal {
+namespace {
+
+constexpr int kTileRows = 12;
+constexpr int kTileCols = 32;
+
+BLOCKTUNE_AVX512 inline __mmask16 ColMask(int cols) {
+  return cols >= 16 ? static_cast<__mmask16>(0xffff)
+                    : cols <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << cols) - 1);
+}
+
+template <int kRows, int kVecs>
+BLOCKTUNE_AVX512 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols,
+                             bool accumulate) {
+  __m512 acc[kRows][kVecs];
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_setzero_ps();
+  }
+  // Bring C's tile toward L1 while the k loop runs (its lines are needed only at the end).
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + kVecs * 16 - 1), _MM_HINT_T0);
+  }
+  for (int64_t p = 0; p < kc; ++p) {
+    __m512 bv[kVecs];
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_load_ps(b + v * 16);
+    _mm_prefetch(reinterpret_cast<const char*>(a + 8 * kTileRows), _MM_HINT_T0);
+#pragma GCC unroll 16
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 av = _mm512_set1_ps(a[r]);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+    a += kTileRows;
+    b += kTileCols;
+  }
+  __mmask16 mask[kVecs];
+#pragma GCC unroll 2
+  for (int v = 0; v < kVecs; ++v) mask[v] = ColMask(cols - 16 * v);
+#pragma GCC unroll 16
+  for (int r = 0; r < kRows; ++r) {
+    float* cr = c + r * ldc;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) {
+      __m512 x = acc[r][v];
+      if (accumulate) x = _mm512_add_ps(x, _mm512_maskz_loadu_ps(mask[v], cr + 16 * v));
+      _mm512_mask_storeu_ps(cr + 16 * v, mask[v], x);
+    }
+  }
+}
+
+template <int kVecs, int... kRows>
+constexpr void Fill(MicroKernelFn* out, std::integer_sequence<int, kRows...>) {
+  ((out[kRows] = &Kernel<kRows + 1, kVecs>), ...);
+}
+
+MicroKernelSet MakeSet() {
+  MicroKernelSet s{};
+  s.name = "avx512";
+  s.tile_rows = kTileRows;
+  s.tile_cols = kTileCols;
+  Fill<2>(s.kernels[0], std::make_integer_sequence<int, kTileRows>());
+  Fill<1>(s.kernels[1], std::make_integer_sequence<int, kTileRows>());
+  s.pack_a = &PackA<kTileRows>;
+  return s;
+}
+
+}  // namespace
+
+const MicroKernelSet& Avx512Kernels() {
+  static const MicroKernelSet kSet = MakeSet();
+  return kSet;
+}
+
+}  // namespace blocktune::kernels::matmul_internal
+
+#else
+
+namespace blocktune::kernels::matmul_internal {
+const MicroKernelSet& Avx512Kernels() { return PortableKernels(); }
+}  // namespace blocktune::kernels::matmul_internal
+
+#endif

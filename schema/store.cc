@@ -1,0 +1,409 @@
+// Store implementation. All SQL is here as constants: upper-case keywords, explicit column
+// lists, `?` placeholders only, ORDER BY on every multi-row select.
+#include "schema/store.h"
+
+#include <spdlog/spdlog.h>
+
+
+#include "schema/migrations.h"
+
+namespace blocktune::store {
+namespace {
+
+
+constexpr char kUpsertHardwareSql[] =
+    "INSERT INTO hardware_profiles (hardware_key, arch, isa, vendor, cpu_family, cpu_model, model_name, cores, "
+    "l1d_bytes, l2_bytes, l3_bytes, threads, first_seen_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+    "ON CONFLICT (hardware_key) DO UPDATE SET model_name = excluded.model_name, cores = excluded.cores, "
+    "l1d_bytes = excluded.l1d_bytes, l2_bytes = excluded.l2_bytes, l3_bytes = excluded.l3_bytes";
+constexpr char kSelectHardwareIdSql[] = "SELECT id FROM hardware_profiles WHERE hardware_key = ?";
+
+constexpr char kInsertSweepSql[] =
+    "INSERT INTO sweeps (kernel, dtype, hardware_id, threads, strategy, budget, seed, shapes, status, "
+    "bucket_version, tool_version, progress_total, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
+constexpr char kSweepColumns[] =
+    "SELECT s.id, s.kernel, s.dtype, s.threads, s.strategy, s.budget, s.seed, s.shapes, s.status, "
+    "s.progress_done, s.progress_total, s.error, s.created_at, COALESCE(s.started_at, ''), "
+    "COALESCE(s.finished_at, ''), h.hardware_key FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id ";
+constexpr char kSetSweepRunningSql[] =
+    "UPDATE sweeps SET status = 'running', error = ?, started_at = COALESCE(started_at, "
+    "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) WHERE id = ?";
+constexpr char kSetSweepFinalSql[] =
+    "UPDATE sweeps SET status = ?, error = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?";
+constexpr char kSetSweepQueuedSql[] = "UPDATE sweeps SET status = 'queued', error = ? WHERE id = ?";
+constexpr char kRequeueRunningSql[] = "UPDATE sweeps SET status = 'queued' WHERE status = 'running'";
+constexpr char kUpdateProgressSql[] = "UPDATE sweeps SET progress_done = ?, progress_total = ? WHERE id = ?";
+
+constexpr char kInsertMeasurementSql[] =
+    "INSERT INTO measurements (sweep_id, bucket, problem, config, outcome, detail, iterations, median_ns, cv, "
+    "max_abs_err, max_rel_err, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+    "RETURNING id, created_at";
+constexpr char kInsertSampleSql[] =
+    "INSERT INTO samples (measurement_id, repetition, ns_per_iteration) VALUES (?, ?, ?)";
+constexpr char kSelectMeasurementsSql[] =
+    "SELECT id, sweep_id, bucket, problem, config, outcome, detail, iterations, COALESCE(median_ns, 0), "
+    "COALESCE(cv, 0), COALESCE(max_abs_err, 0), COALESCE(max_rel_err, 0), created_at "
+    "FROM measurements WHERE sweep_id = ? AND bucket = ? ORDER BY id";
+constexpr char kSelectSamplesSql[] =
+    "SELECT m.id, s.ns_per_iteration FROM samples s JOIN measurements m ON m.id = s.measurement_id "
+    "WHERE m.sweep_id = ? AND m.bucket = ? ORDER BY m.id, s.repetition";
+
+constexpr char kUpsertTunedSql[] =
+    "INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, "
+    "sweep_id, measurement_id, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "ON CONFLICT (kernel, hardware_key, dtype, bucket) DO UPDATE SET bucket_version = excluded.bucket_version, "
+    "config = excluded.config, median_ns = excluded.median_ns, samples = excluded.samples, "
+    "sweep_id = excluded.sweep_id, measurement_id = excluded.measurement_id, measured_at = excluded.measured_at";
+constexpr char kSelectTunedSql[] =
+    "SELECT kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, sweep_id, "
+    "measurement_id, measured_at FROM tuned_entries WHERE (? = '' OR kernel = ?) "
+    "ORDER BY kernel, hardware_key, dtype, bucket";
+
+std::string JoinShapes(const std::vector<NamedInts>& shapes) {
+  std::string out;
+  for (const auto& s : shapes) {
+    if (!out.empty()) out += ';';
+    out += s.ToString();
+  }
+  return out;
+}
+
+Result<std::vector<NamedInts>> SplitShapes(std::string_view text) {
+  std::vector<NamedInts> out;
+  while (!text.empty()) {
+    const size_t semi = text.find(';');
+    auto s = NamedInts::Parse(text.substr(0, semi));
+    if (!s) return std::unexpected(s.error());
+    out.push_back(std::move(*s));
+    if (semi == std::string_view::npos) break;
+    text.remove_prefix(semi + 1);
+  }
+  return out;
+}
+
+Result<SweepRecord> ReadSweep(const Statement& st) {
+  SweepRecord r;
+  r.id = st.Int(0);
+  r.request.kernel = st.Text(1);
+  r.request.dtype = ParseDType(st.Text(2)).value_or(DType::kF32);
+  r.request.threads = static_cast<int>(st.Int(3));
+  r.request.strategy = tuner::ParseStrategy(st.Text(4)).value_or(tuner::Strategy::kExhaustive);
+  r.request.budget = st.Int(5);
+  r.request.seed = static_cast<uint64_t>(st.Int(6));
+  auto shapes = SplitShapes(st.Text(7));
+  if (!shapes) return MakeError(ErrorCode::kDataLoss, "sweep " + std::to_string(r.id) + " has malformed shapes");
+  r.request.shapes = std::move(*shapes);
+  r.status = ParseSweepStatus(st.Text(8)).value_or(SweepStatus::kFailed);
+  r.progress_done = st.Int(9);
+  r.progress_total = st.Int(10);
+  r.error = st.Text(11);
+  r.created_at = st.Text(12);
+  r.started_at = st.Text(13);
+  r.finished_at = st.Text(14);
+  r.hardware_key = st.Text(15);
+  return r;
+}
+
+}  // namespace
+
+int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
+
+std::string_view SweepStatusName(SweepStatus s) {
+  switch (s) {
+    case SweepStatus::kQueued: return "queued";
+    case SweepStatus::kRunning: return "running";
+    case SweepStatus::kDone: return "done";
+    case SweepStatus::kFailed: return "failed";
+    case SweepStatus::kCancelled: return "cancelled";
+  }
+  return "failed";
+}
+
+std::optional<SweepStatus> ParseSweepStatus(std::string_view s) {
+  for (auto st : {SweepStatus::kQueued, SweepStatus::kRunning, SweepStatus::kDone, SweepStatus::kFailed,
+                  SweepStatus::kCancelled}) {
+    if (SweepStatusName(st) == s) return st;
+  }
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
+  auto conn = Connection::Open(path, /*create=*/true);
+  if (!conn) return std::unexpected(conn.error());
+  std::unique_ptr<Store> store(new Store(std::move(*conn)));
+  // The first read is where SQLite notices a file that is not a database (SQLITE_NOTADB):
+  // report it and leave the file exactly as it was.
+  auto check = store->conn_.Prepare("PRAGMA quick_check");
+  if (!check) {
+    return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + check.error().message +
+                                               "); refusing to touch it");
+  }
+  auto row = check->Step();
+  if (!row) {
+    return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + row.error().message +
+                                               "); refusing to touch it");
+  }
+  if (*row && check->Text(0) != "ok") {
+    return MakeError(ErrorCode::kDataLoss, path + " failed its integrity check: " + check->Text(0));
+  }
+  *check = Statement();
+  if (auto s = store->conn_.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
+      !s) {
+    return std::unexpected(s.error());
+  }
+  if (auto s = store->Migrate(); !s) return std::unexpected(s.error());
+  return store;
+}
+
+int Store::SchemaVersion() {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare("PRAGMA user_version");
+  if (!st || !st->Step().value_or(false)) return -1;
+  return static_cast<int>(st->Int(0));
+}
+
+Status Store::Migrate() {
+  auto st = conn_.Prepare("PRAGMA user_version");
+  if (!st) return std::unexpected(st.error());
+  if (auto r = st->Step(); !r) return std::unexpected(r.error());
+  const int current = static_cast<int>(st->Int(0));
+  *st = Statement();
+  const auto& migrations = Migrations();
+  if (current > static_cast<int>(migrations.size())) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "database schema version " + std::to_string(current) + " is newer than this build supports (" +
+                         std::to_string(migrations.size()) + "); upgrade blocktune, the database was not modified");
+  }
+  for (int v = current; v < static_cast<int>(migrations.size()); ++v) {
+    // One transaction per migration, with the version bump inside it: a crash leaves either
+    // the old schema or the new one.
+    std::string sql = "BEGIN IMMEDIATE;\n";
+    sql += migrations[v].sql;
+    sql += "\nPRAGMA user_version = " + std::to_string(v + 1) + ";\nCOMMIT;";
+    if (auto s = conn_.Exec(sql); !s) {
+      (void)conn_.Exec("ROLLBACK");
+      return MakeError(ErrorCode::kInternal, "migration " + std::string(migrations[v].name) + " failed: " +
+                                                 s.error().message);
+    }
+    spdlog::info("applied migration name={} schema_version={}", migrations[v].name, v + 1);
+  }
+  return {};
+}
+
+Status Store::InTransaction(const std::function<Status()>& body) {
+  if (auto s = conn_.Exec("BEGIN IMMEDIATE"); !s) return s;
+  if (auto s = body(); !s) {
+    (void)conn_.Exec("ROLLBACK");
+    return s;
+  }
+  if (auto s = conn_.Exec("COMMIT"); !s) {
+    (void)conn_.Exec("ROLLBACK");
+    return s;
+  }
+  return {};
+}
+
+Result<int64_t> Store::UpsertHardware(const HardwareProfile& hw) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kUpsertHardwareSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, hw.Key()).Bind(2, hw.cpu.arch).Bind(3, hw.cpu.isa).Bind(4, hw.cpu.vendor).Bind(5, hw.cpu.family);
+  st->Bind(6, hw.cpu.model).Bind(7, hw.model_name).Bind(8, hw.cores).Bind(9, hw.l1d_bytes).Bind(10, hw.l2_bytes);
+  st->Bind(11, hw.l3_bytes).Bind(12, hw.threads);
+  if (auto s = st->Run(); !s) return std::unexpected(s.error());
+  auto sel = conn_.Prepare(kSelectHardwareIdSql);
+  if (!sel) return std::unexpected(sel.error());
+  sel->Bind(1, hw.Key());
+  auto row = sel->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return Internal("hardware profile vanished after upsert");
+  return sel->Int(0);
+}
+
+Result<int64_t> Store::CreateSweep(const tuner::SweepRequest& request, int64_t hardware_id, int bucket_version,
+                                   const std::string& tool_version, int64_t progress_total) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kInsertSweepSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, request.kernel).Bind(2, DTypeName(request.dtype)).Bind(3, hardware_id).Bind(4, request.threads);
+  st->Bind(5, tuner::StrategyName(request.strategy)).Bind(6, request.budget);
+  st->Bind(7, static_cast<int64_t>(request.seed)).Bind(8, JoinShapes(request.shapes));
+  st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, progress_total);
+  if (auto s = st->Run(); !s) return std::unexpected(s.error());
+  return conn_.LastInsertId();
+}
+
+Result<SweepRecord> Store::GetSweep(int64_t id) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(std::string(kSweepColumns) + "WHERE s.id = ?");
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return NotFound("no sweep with id " + std::to_string(id), "id");
+  return ReadSweep(*st);
+}
+
+Result<std::vector<SweepRecord>> Store::ListSweeps(std::optional<SweepStatus> status, int64_t limit) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(std::string(kSweepColumns) + "WHERE (? = '' OR s.status = ?) ORDER BY s.id LIMIT ?");
+  if (!st) return std::unexpected(st.error());
+  const std::string_view s = status ? SweepStatusName(*status) : "";
+  st->Bind(1, s).Bind(2, s).Bind(3, limit);
+  std::vector<SweepRecord> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto r = ReadSweep(*st);
+    if (!r) return std::unexpected(r.error());
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+Status Store::SetSweepStatus(int64_t id, SweepStatus status, const std::string& error) {
+  std::lock_guard lock(mu_);
+  Result<Statement> st;
+  if (status == SweepStatus::kRunning) {
+    st = conn_.Prepare(kSetSweepRunningSql);
+    if (st) st->Bind(1, error).Bind(2, id);
+  } else if (status == SweepStatus::kQueued) {
+    st = conn_.Prepare(kSetSweepQueuedSql);
+    if (st) st->Bind(1, error).Bind(2, id);
+  } else {
+    st = conn_.Prepare(kSetSweepFinalSql);
+    if (st) st->Bind(1, SweepStatusName(status)).Bind(2, error).Bind(3, id);
+  }
+  if (!st) return std::unexpected(st.error());
+  return st->Run();
+}
+
+Status Store::RequeueRunningSweeps() {
+  std::lock_guard lock(mu_);
+  return conn_.Exec(kRequeueRunningSql);
+}
+
+Status Store::RecordMeasurement(tuner::Measurement& m, int64_t done, int64_t total) {
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    auto st = conn_.Prepare(kInsertMeasurementSql);
+    if (!st) return std::unexpected(st.error());
+    st->Bind(1, m.sweep_id).Bind(2, m.bucket).Bind(3, m.problem.dims.ToString()).Bind(4, m.config.ToString());
+    st->Bind(5, tuner::OutcomeName(m.outcome)).Bind(6, m.detail).Bind(7, m.iterations);
+    if (m.outcome == tuner::Outcome::kOk) {
+      st->Bind(8, m.median_ns).Bind(9, m.cv);
+    } else {
+      st->BindNull(8).BindNull(9);
+    }
+    st->Bind(10, m.max_abs_err).Bind(11, m.max_rel_err);
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    m.id = st->Int(0);
+    m.created_at = st->Text(1);
+    *st = Statement();  // finish the RETURNING statement before the next one
+    auto ins = conn_.Prepare(kInsertSampleSql);
+    if (!ins) return std::unexpected(ins.error());
+    for (size_t i = 0; i < m.samples_ns.size(); ++i) {
+      ins->Reset();
+      ins->Bind(1, m.id).Bind(2, static_cast<int64_t>(i)).Bind(3, m.samples_ns[i]);
+      if (auto s = ins->Run(); !s) return s;
+    }
+    auto prog = conn_.Prepare(kUpdateProgressSql);
+    if (!prog) return std::unexpected(prog.error());
+    prog->Bind(1, done).Bind(2, total).Bind(3, m.sweep_id);
+    return prog->Run();
+  });
+}
+
+Result<std::vector<tuner::Measurement>> Store::ListMeasurements(int64_t sweep_id, const std::string& bucket) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kSelectMeasurementsSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, sweep_id).Bind(2, bucket);
+  std::vector<tuner::Measurement> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    tuner::Measurement m;
+    m.id = st->Int(0);
+    m.sweep_id = st->Int(1);
+    m.bucket = st->Text(2);
+    auto dims = NamedInts::Parse(st->Text(3));
+    auto config = NamedInts::Parse(st->Text(4));
+    auto outcome = tuner::ParseOutcome(st->Text(5));
+    if (!dims || !config || !outcome) {
+      return MakeError(ErrorCode::kDataLoss, "measurement " + std::to_string(m.id) + " is malformed");
+    }
+    m.problem.dims = std::move(*dims);
+    m.config = std::move(*config);
+    m.outcome = *outcome;
+    m.detail = st->Text(6);
+    m.iterations = st->Int(7);
+    m.median_ns = st->Double(8);
+    m.cv = st->Double(9);
+    m.max_abs_err = st->Double(10);
+    m.max_rel_err = st->Double(11);
+    m.created_at = st->Text(12);
+    out.push_back(std::move(m));
+  }
+  auto samples = conn_.Prepare(kSelectSamplesSql);
+  if (!samples) return std::unexpected(samples.error());
+  samples->Bind(1, sweep_id).Bind(2, bucket);
+  size_t i = 0;
+  while (true) {
+    auto row = samples->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    const int64_t id = samples->Int(0);
+    while (i < out.size() && out[i].id < id) ++i;
+    if (i < out.size() && out[i].id == id) out[i].samples_ns.push_back(samples->Double(1));
+  }
+  return out;
+}
+
+Status Store::UpsertTunedEntry(const tuner::TunedEntry& e) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kUpsertTunedSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, e.kernel).Bind(2, e.hardware_key).Bind(3, DTypeName(e.dtype)).Bind(4, e.bucket);
+  st->Bind(5, e.bucket_version).Bind(6, e.config.ToString()).Bind(7, e.median_ns).Bind(8, e.samples);
+  st->Bind(9, e.sweep_id).Bind(10, e.measurement_id).Bind(11, e.measured_at);
+  return st->Run();
+}
+
+Result<std::vector<tuner::TunedEntry>> Store::ListTunedEntries(const std::string& kernel) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kSelectTunedSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, kernel).Bind(2, kernel);
+  std::vector<tuner::TunedEntry> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    tuner::TunedEntry e;
+    e.kernel = st->Text(0);
+    e.hardware_key = st->Text(1);
+    auto dtype = ParseDType(st->Text(2));
+    auto config = NamedInts::Parse(st->Text(5));
+    if (!dtype || !config) return MakeError(ErrorCode::kDataLoss, "tuned entry for " + e.kernel + " is malformed");
+    e.dtype = *dtype;
+    e.bucket = st->Text(3);
+    e.bucket_version = static_cast<int>(st->Int(4));
+    e.config = std::move(*config);
+    e.median_ns = st->Double(6);
+    e.samples = st->Int(7);
+    e.sweep_id = st->Int(8);
+    e.measurement_id = st->Int(9);
+    e.measured_at = st->Text(10);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace blocktune::store

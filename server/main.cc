@@ -1,0 +1,128 @@
+// blocktuned: the blocktune daemon. Serves best-config lookups, runs sweeps in the background
+// and stores everything in one SQLite file.
+//
+// Exit codes: 0 clean shutdown, 2 bad command line, 3 database unreadable or corrupt (left
+// untouched), 4 database schema newer than this build, 5 cannot listen, 6 token problem.
+#include <CLI/CLI.hpp>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "server/http.h"
+#include "server/service.h"
+#include "server/token.h"
+
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr int kExitDatabase = 3;
+constexpr int kExitSchemaTooNew = 4;
+constexpr int kExitListen = 5;
+constexpr int kExitToken = 6;
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace blocktune;
+  CLI::App app{"blocktuned: autotuning daemon serving tuned block sizes over HTTP JSON"};
+  std::string host = "127.0.0.1";
+  int port = 8787;
+  std::string db_path = "var/blocktune.db";
+  std::string token_file;
+  std::string port_file;
+  std::string log_level = "info";
+  int http_threads = 8;
+  double min_repetition_ms = 20;
+  int repetitions = 5;
+  app.add_option("--host", host, "address to listen on; loopback unless you mean otherwise")->capture_default_str();
+  app.add_option("--port", port, "TCP port; 0 picks a free one (see --port-file)")->capture_default_str()->check(CLI::Range(0, 65535));
+  app.add_option("--db", db_path, "SQLite database file (created if missing)")->capture_default_str();
+  app.add_option("--token-file", token_file,
+                 "file holding the bearer token for mutating routes; default: 'token' next to the database, "
+                 "created with a random token if missing. BLOCKTUNE_TOKEN overrides both.");
+  app.add_option("--port-file", port_file, "write the bound port to this file once listening");
+  app.add_option("--http-threads", http_threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--min-repetition-ms", min_repetition_ms, "minimum length of one timed repetition")
+      ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
+  app.add_option("--repetitions", repetitions, "timed repetitions per config")->capture_default_str()->check(CLI::Range(1, 1000));
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+
+  // Block the shutdown signals before any thread starts; one thread waits for them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::filesystem::path db(db_path);
+  if (db.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(db.parent_path(), ec);
+  }
+  auto store = store::Store::Open(db_path);
+  if (!store) {
+    spdlog::critical("cannot open database path={} error=\"{}\"", db_path, store.error().ToString());
+    return store.error().code == ErrorCode::kFailedPrecondition ? kExitSchemaTooNew : kExitDatabase;
+  }
+
+  if (token_file.empty()) token_file = (db.has_parent_path() ? db.parent_path() / "token" : std::filesystem::path("token")).string();
+  auto token = server::LoadOrCreateToken(token_file);
+  if (!token) {
+    spdlog::critical("token error=\"{}\"", token.error().ToString());
+    return kExitToken;
+  }
+
+  server::ServiceOptions service_options;
+  service_options.sweep.timing.min_repetition_ns = min_repetition_ms * 1e6;
+  service_options.sweep.timing.repetitions = repetitions;
+  server::Service service(std::move(*store), service_options);
+  if (auto s = service.Start(); !s) {
+    spdlog::critical("cannot start service error=\"{}\"", s.error().ToString());
+    return kExitDatabase;
+  }
+
+  server::HttpOptions http_options;
+  http_options.host = host;
+  http_options.port = port;
+  http_options.token = *token;
+  http_options.worker_threads = http_threads;
+  server::HttpServer http(service, http_options);
+  auto bound = http.Bind();
+  if (!bound) {
+    spdlog::critical("{}", bound.error().ToString());
+    return kExitListen;
+  }
+  if (!port_file.empty()) {
+    std::ofstream(port_file) << *bound << "\n";
+  }
+  const std::string url_host = host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  std::printf("blocktuned serving http://%s:%d (db=%s, token file=%s)\n", url_host.c_str(), *bound, db_path.c_str(),
+              token_file.c_str());
+  std::fflush(stdout);
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&signals, &sig);
+    spdlog::info("shutting down signal={}", sig);
+    http.Stop();
+  });
+  http.Run();
+  service.Stop();
+  // Run() can also return on a listener error; wake the waiter so it can be joined.
+  kill(getpid(), SIGTERM);
+  waiter.join();
+  spdlog::info("stopped");
+  return 0;
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# End to end: blocktuned on a free port with a temporary DB; a small matmul sweep through the
+# CLI; the winner looked up over HTTP; the header regenerated into a temporary folder; a small
+# program that includes only that header compiled, run, and checked to give the same config.
+# Usage: e2e_sweep_lookup_header.sh BUILD_DIR CXX
+set -euo pipefail
+build=$1
+cxx=${2:-c++}
+work=$(mktemp -d)
+daemon_pid=
+cleanup() {
+  if [[ -n $daemon_pid ]]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+"$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$work/db/blocktune.db" \
+  --min-repetition-ms 2 --repetitions 3 --log-level warn >"$work/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
+[[ -s $work/port ]] || { echo "daemon did not start"; cat "$work/daemon.log"; exit 1; }
+port=$(cat "$work/port")
+url="http://127.0.0.1:$port"
+
+curl -fsS "$url/healthz" | grep -q '"ok"'
+
+# Mutating routes need the token.
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$url/v1/sweeps" -d '{}')
+[[ $code == 401 ]] || { echo "POST without token gave $code"; exit 1; }
+
+"$build/client/blocktune" sweep matmul --server "$url" --token-file "$work/db/token" \
+  --shape m=96,n=80,k=64 --strategy random --budget 4 --seed 7 --json >"$work/sweep.json"
+grep -q '"status":"done"' "$work/sweep.json" || { cat "$work/sweep.json"; exit 1; }
+
+hw=$(curl -fsS "$url/v1/lookup?kernel=matmul&m=96&n=80&k=64&threads=1" | tee "$work/lookup.json" |
+  sed -n 's/.*"hardware":"\([^"]*\)".*/\1/p')
+grep -q '"source":"tuned"' "$work/lookup.json" || { cat "$work/lookup.json"; exit 1; }
+http_config=$(sed -n 's/.*"config":{"block_m":\([0-9]*\),"block_n":\([0-9]*\),"block_k":\([0-9]*\)}.*/\1 \2 \3/p' "$work/lookup.json")
+[[ -n $http_config ]] || { echo "no config in lookup"; cat "$work/lookup.json"; exit 1; }
+
+# The CLI reads the daemon's DB (WAL allows a concurrent reader) and writes a fresh table tree.
+"$build/client/blocktune" tables generate --db "$work/db/blocktune.db" --out "$work/tables" >/dev/null
+header="$work/tables/include/blocktune/tables/matmul_tuned_block_sizes.h"
+grep -q "$hw" "$header"
+
+cat >"$work/app.cc" <<CC
+#include "matmul_tuned_block_sizes.h"
+#include <cstdio>
+int main() {
+  namespace t = blocktune::tables;
+  auto r = t::matmul::LookupBlockSizes("$hw", "f32", 96, 80, 64);
+  if (r.source != t::Source::kTuned) return 2;
+  // Another thread count on the same CPU borrows the row: tuned_fallback.
+  auto f = t::matmul::LookupBlockSizes("${hw%.*}.t64", "f32", 96, 80, 64);
+  if (f.source != t::Source::kTunedFallback) return 3;
+  // Unknown hardware gets the default.
+  auto d = t::matmul::LookupBlockSizes("riscv64.base.other.fam0_mod0.t1", "f32", 96, 80, 64);
+  if (d.source != t::Source::kDefault) return 4;
+  std::printf("%lld %lld %lld\n", (long long)r.config.block_m, (long long)r.config.block_n, (long long)r.config.block_k);
+  return 0;
+}
+CC
+"$cxx" -std=c++17 -O1 -I "$work/tables/include/blocktune/tables" "$work/app.cc" -o "$work/app"
+app_config=$("$work/app")
+echo "http: $http_config  header: $app_config"
+[[ "$http_config" == "$app_config" ]]

@@ -1,0 +1,313 @@
+// Tests of the matmul kernel: every ISA path against MatmulReference over shapes that hit
+// empty dims, single elements, and remainders of every block and micro-tile, at 1-3 threads;
+// Validate's rejections; and the KernelSpec (config space, default, verification, instances).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/matmul/matmul.h"
+
+namespace blocktune::kernels {
+namespace {
+
+std::vector<float> RandomVector(int64_t n, uint32_t seed) {
+  std::vector<float> v(static_cast<size_t>(n));
+  uint32_t x = seed * 2654435761u + 1;
+  for (float& f : v) {
+    x = x * 1664525u + 1013904223u;
+    f = float(x >> 8) / float(1 << 23) - 1.0f;  // [-1, 1)
+  }
+  return v;
+}
+
+HardwareProfile HwWithIsa(const std::string& isa) {
+  HardwareProfile hw;
+  hw.cpu.isa = isa;
+  hw.l3_bytes = 32 << 20;
+  return hw;
+}
+
+bool HostRuns(const std::string& isa) {
+  const std::string host = HardwareProfile::Detect(1).cpu.isa;
+  if (isa == "avx512") return host == "avx512";
+  if (isa == "avx2") return host == "avx512" || host == "avx2";
+  return true;
+}
+
+struct MatmulCase {
+  std::string isa;
+  MatmulShape shape;
+  MatmulBlockSizes bs;
+  int threads;
+};
+
+std::string CaseName(const testing::TestParamInfo<MatmulCase>& info) {
+  const MatmulCase& c = info.param;
+  return c.isa + "_m" + std::to_string(c.shape.m) + "_n" + std::to_string(c.shape.n) + "_k" +
+         std::to_string(c.shape.k) + "_bm" + std::to_string(c.bs.block_m) + "_bn" + std::to_string(c.bs.block_n) +
+         "_bk" + std::to_string(c.bs.block_k) + "_t" + std::to_string(c.threads);
+}
+
+std::vector<MatmulCase> AllCases() {
+  // Shapes: empty dims, 1s, exact tiles, one past a tile, primes, larger than the default block.
+  const MatmulShape shapes[] = {{0, 5, 7},    {5, 0, 7},     {5, 7, 0},     {1, 1, 1},    {1, 33, 1},
+                                {13, 1, 17},  {12, 32, 16},  {13, 33, 17},  {37, 129, 263}, {100, 200, 300},
+                                {25, 65, 129}, {97, 513, 257}, {2, 700, 40}, {300, 17, 40}};
+  // Block sizes: the smallest legal (many blocks, k blocks of 16), a middling one, the default.
+  const MatmulBlockSizes blocks[] = {{12, 32, 16}, {24, 64, 40}, {96, 512, 256}};
+  std::vector<MatmulCase> out;
+  for (const char* isa : {"avx512", "avx2", "portable"}) {
+    if (!HostRuns(isa)) continue;
+    for (const auto& s : shapes) {
+      for (const auto& b : blocks) {
+        for (int t : {1, 2, 3}) out.push_back({isa, s, b, t});
+      }
+    }
+  }
+  return out;
+}
+
+class MatmulVsReference : public testing::TestWithParam<MatmulCase> {};
+
+TEST_P(MatmulVsReference, MatchesReference) {
+  const MatmulCase& c = GetParam();
+  const MatmulShape& s = c.shape;
+  const auto a = RandomVector(s.m * s.k, 1);
+  const auto b = RandomVector(s.k * s.n, 2);
+  // NaN-filled output: an element the kernel forgets to write (or reads before writing) fails.
+  std::vector<float> out(static_cast<size_t>(s.m * s.n), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> ref(static_cast<size_t>(s.m * s.n));
+  ASSERT_TRUE(MatmulWithIsa(c.isa, c.bs, s, a.data(), b.data(), out.data(), c.threads).has_value());
+  MatmulReference(s, a.data(), b.data(), ref.data());
+  const VerifyReport r = Compare(out.data(), ref.data(), s.m * s.n, MatmulTolerance(s.k));
+  EXPECT_TRUE(r.ok) << "mismatches " << r.mismatches << " non-finite " << r.non_finite << " max abs err "
+                    << r.max_abs_err;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, MatmulVsReference, testing::ValuesIn(AllCases()), CaseName);
+
+TEST(Matmul, HostPathMatchesReferenceAndReportsIsa) {
+  const std::string isa = MatmulIsa();
+  EXPECT_TRUE(isa == "avx512" || isa == "avx2" || isa == "portable") << isa;
+  const MatmulShape s{61, 95, 130};
+  const auto a = RandomVector(s.m * s.k, 3);
+  const auto b = RandomVector(s.k * s.n, 4);
+  std::vector<float> out(static_cast<size_t>(s.m * s.n)), ref(out.size());
+  ASSERT_TRUE(Matmul(MatmulBlockSizes{24, 64, 48}, s, a.data(), b.data(), out.data(), 2).has_value());
+  MatmulReference(s, a.data(), b.data(), ref.data());
+  EXPECT_TRUE(Compare(out.data(), ref.data(), s.m * s.n, MatmulTolerance(s.k)).ok);
+}
+
+TEST(Matmul, ReferenceSmallExact) {
+  const float a[] = {1, 2, 3, 4, 5, 6};        // 2x3
+  const float b[] = {7, 8, 9, 10, 11, 12};     // 3x2
+  float c[4] = {};
+  MatmulReference({2, 2, 3}, a, b, c);
+  EXPECT_EQ(c[0], 58);
+  EXPECT_EQ(c[1], 64);
+  EXPECT_EQ(c[2], 139);
+  EXPECT_EQ(c[3], 154);
+}
+
+TEST(Matmul, RepeatedCallsOverwriteAndAreDeterministic) {
+  const MatmulShape s{50, 70, 90};
+  const auto a = RandomVector(s.m * s.k, 5);
+  const auto b = RandomVector(s.k * s.n, 6);
+  std::vector<float> first(static_cast<size_t>(s.m * s.n), 123.0f), second(first.size(), -7.0f);
+  ASSERT_TRUE(Matmul(MatmulBlockSizes{24, 32, 32}, s, a.data(), b.data(), first.data(), 1).has_value());
+  ASSERT_TRUE(Matmul(MatmulBlockSizes{24, 32, 32}, s, a.data(), b.data(), second.data(), 3).has_value());
+  EXPECT_EQ(first, second);  // the thread split never changes the summation order of an element
+}
+
+// --- Validate ---------------------------------------------------------------------------------
+
+struct Rejection {
+  const char* isa;
+  MatmulBlockSizes bs;
+  MatmulShape shape;
+  const char* path;
+};
+
+TEST(MatmulValidate, RejectsWithPath) {
+  const Rejection cases[] = {
+      {"avx512", {0, 512, 256}, {8, 8, 8}, "config.block_m"},
+      {"avx512", {96, -32, 256}, {8, 8, 8}, "config.block_n"},
+      {"avx512", {96, 512, 0}, {8, 8, 8}, "config.block_k"},
+      {"avx512", {50, 512, 256}, {8, 8, 8}, "config.block_m"},   // not a multiple of 12
+      {"avx512", {96, 48, 256}, {8, 8, 8}, "config.block_n"},    // not a multiple of 32
+      {"avx2", {8, 512, 256}, {8, 8, 8}, "config.block_m"},      // not a multiple of 6
+      {"base", {96, 40, 256}, {8, 8, 8}, "config.block_n"},      // not a multiple of 16
+      {"avx512", {96, 32768, 1024}, {8, 8, 8}, "config.block_n"},  // 128 MiB B panel
+      {"avx512", {65532, 512, 1024}, {8, 8, 8}, "config.block_m"},  // 256 MiB A panel
+      {"avx512", {96, 512, int64_t{1} << 40}, {8, 8, 8}, "config.block_k"},
+      {"avx512", {96, 512, 256}, {-1, 8, 8}, "shape.m"},
+      {"avx512", {96, 512, 256}, {8, 8, -3}, "shape.k"},
+  };
+  for (const Rejection& r : cases) {
+    const auto s = Validate(r.bs, r.shape, HwWithIsa(r.isa));
+    ASSERT_FALSE(s.has_value()) << r.path;
+    EXPECT_EQ(s.error().path, r.path) << s.error().ToString();
+    EXPECT_EQ(s.error().code, ErrorCode::kInvalidArgument);
+    EXPECT_FALSE(s.error().message.empty());
+  }
+}
+
+TEST(MatmulValidate, AcceptsTileMultiplesPerIsa) {
+  EXPECT_TRUE(Validate({96, 48, 256}, {8, 8, 8}, HwWithIsa("avx2")).has_value());  // 48 = 3 * 16
+  EXPECT_TRUE(Validate({8, 48, 256}, {8, 8, 8}, HwWithIsa("base")).has_value());   // 8 = 2 * 4
+  EXPECT_TRUE(Validate({12, 32, 1}, {0, 0, 0}, HwWithIsa("avx512")).has_value());
+}
+
+TEST(MatmulValidate, PanelLimitFollowsL3) {
+  HardwareProfile hw = HwWithIsa("avx512");
+  hw.l3_bytes = 1 << 20;  // 1 MiB L3: a 2 MiB B panel is absurd there
+  const auto s = Validate({96, 2048, 256}, {8, 8, 8}, hw);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().path, "config.block_n");
+}
+
+TEST(Matmul, InvalidConfigReturnsErrorWithoutWriting) {
+  std::vector<float> a(64, 1.0f), b(64, 1.0f), c(64, 5.0f);
+  const auto s = Matmul({0, 512, 256}, {8, 8, 8}, a.data(), b.data(), c.data(), 1);
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().path, "config.block_m");
+  for (float x : c) EXPECT_EQ(x, 5.0f);
+  const auto t = Matmul({96, 512, 256}, {8, 8, 8}, a.data(), b.data(), c.data(), 0);
+  ASSERT_FALSE(t.has_value());
+  EXPECT_EQ(t.error().path, "threads");
+}
+
+TEST(Matmul, UnknownIsaIsAnError) {
+  float x = 0;
+  EXPECT_FALSE(MatmulWithIsa("sse9", {96, 512, 256}, {1, 1, 1}, &x, &x, &x, 1).has_value());
+}
+
+TEST(Matmul, TileForIsa) {
+  EXPECT_EQ(MatmulTileFor("avx512").rows, 12);
+  EXPECT_EQ(MatmulTileFor("avx512").cols, 32);
+  EXPECT_EQ(MatmulTileFor("avx2").rows, 6);
+  EXPECT_EQ(MatmulTileFor("base").rows, 4);
+  EXPECT_EQ(MatmulTileFor("portable").cols, 16);
+}
+
+// --- Tolerance --------------------------------------------------------------------------------
+
+TEST(MatmulTolerance, PassesCorrectFailsOneDroppedKTerm) {
+  const MatmulShape s{40, 60, 777};
+  const auto a = RandomVector(s.m * s.k, 7);
+  const auto b = RandomVector(s.k * s.n, 8);
+  std::vector<float> out(static_cast<size_t>(s.m * s.n)), ref(out.size());
+  MatmulReference(s, a.data(), b.data(), ref.data());
+  ASSERT_TRUE(Matmul({24, 32, 128}, s, a.data(), b.data(), out.data(), 1).has_value());
+  EXPECT_TRUE(Compare(out.data(), ref.data(), s.m * s.n, MatmulTolerance(s.k)).ok);
+  // The same product without the last k term: must fail (almost every element moves ~0.25).
+  auto a_drop = a;
+  for (int64_t i = 0; i < s.m; ++i) a_drop[static_cast<size_t>(i * s.k + s.k - 1)] = 0;
+  ASSERT_TRUE(Matmul({24, 32, 128}, s, a_drop.data(), b.data(), out.data(), 1).has_value());
+  const VerifyReport r = Compare(out.data(), ref.data(), s.m * s.n, MatmulTolerance(s.k));
+  EXPECT_FALSE(r.ok);
+  EXPECT_GT(r.mismatches, s.m * s.n / 2);
+}
+
+// --- KernelSpec -------------------------------------------------------------------------------
+
+Problem MakeProblem(int64_t m, int64_t n, int64_t k) {
+  Problem p;
+  p.dims = NamedInts({{"m", m}, {"n", n}, {"k", k}});
+  return p;
+}
+
+TEST(MatmulSpec, Declarations) {
+  const KernelSpec& spec = MatmulSpec();
+  EXPECT_EQ(spec.name(), "matmul");
+  ASSERT_EQ(spec.dims().size(), 3u);
+  EXPECT_STREQ(spec.dims()[0].bucket.name, "m");
+  EXPECT_EQ(spec.dims()[2].max_value, 65536);
+  EXPECT_EQ(spec.dtypes(), std::vector<DType>{DType::kF32});
+  ASSERT_EQ(spec.params().size(), 3u);
+  EXPECT_EQ(spec.params()[0].name, "block_m");
+  EXPECT_EQ(spec.Flops(MakeProblem(2, 3, 4)), 48.0);
+  EXPECT_EQ(spec.Bytes(MakeProblem(2, 3, 4)), 4.0 * (8 + 12 + 6));
+  EXPECT_EQ(spec.Bucket(MakeProblem(100, 1000, 3)).first, "m128_n1024_k4");
+}
+
+TEST(MatmulSpec, DefaultValidatesOnEveryIsa) {
+  const KernelSpec& spec = MatmulSpec();
+  for (const char* isa : {"avx512", "avx2", "base"}) {
+    for (const Problem& p : {MakeProblem(1, 1, 1), MakeProblem(2048, 2048, 2048), MakeProblem(16, 4096, 4096)}) {
+      EXPECT_TRUE(spec.ValidateConfig(spec.DefaultConfig(), p, HwWithIsa(isa)).has_value()) << isa;
+    }
+  }
+  EXPECT_TRUE(spec.ValidateConfig(spec.DefaultConfig(), MakeProblem(64, 64, 64), HardwareProfile::Detect(1)));
+}
+
+TEST(MatmulSpec, ConfigSpaceSizeAndValidity) {
+  const KernelSpec& spec = MatmulSpec();
+  const auto space = spec.ConfigSpace();
+  EXPECT_GE(space.size(), 100u);
+  EXPECT_LE(space.size(), 250u);
+  const HardwareProfile hw = HardwareProfile::Detect(1);
+  int valid = 0;
+  for (const Config& c : space) valid += spec.ValidateConfig(c, MakeProblem(1024, 1024, 1024), hw).has_value();
+  EXPECT_GE(valid, 100);
+  bool has_default = false;
+  for (const Config& c : space) has_default |= c == spec.DefaultConfig();
+  EXPECT_TRUE(has_default);
+}
+
+TEST(MatmulSpec, ValidateConfigRejectsUnknownParam) {
+  const auto s = MatmulSpec().ValidateConfig(*NamedInts::Parse("block_m=96,block_q=3"), MakeProblem(8, 8, 8),
+                                             HwWithIsa("avx512"));
+  ASSERT_FALSE(s.has_value());
+  EXPECT_EQ(s.error().path, "config.block_q");
+}
+
+TEST(MatmulSpec, VerificationProblemHasFullBlocksAndRemainders) {
+  const KernelSpec& spec = MatmulSpec();
+  const Config c = ToConfig(MatmulBlockSizes{48, 256, 128});
+  const Problem p = spec.VerificationProblem(c, MakeProblem(4096, 4096, 4096));
+  EXPECT_EQ(p.Dim("m"), 48 + 13);
+  EXPECT_EQ(p.Dim("n"), 256 + 13);
+  EXPECT_EQ(p.Dim("k"), 128 + 13);
+  const Problem small = spec.VerificationProblem(c, MakeProblem(16, 4096, 8));
+  EXPECT_EQ(small.Dim("m"), 16);
+  EXPECT_EQ(small.Dim("k"), 8);
+  EXPECT_TRUE(spec.ValidateProblem(p).has_value());
+}
+
+TEST(MatmulSpec, InstanceRunsVerifiesAndCatchesPoison) {
+  const KernelSpec& spec = MatmulSpec();
+  const Config c = ToConfig(MatmulBlockSizes{24, 64, 32});
+  auto inst = spec.MakeInstance(spec.VerificationProblem(c, MakeProblem(128, 128, 128)), 42);
+  inst->RunReference();
+  inst->PoisonOutputs();
+  EXPECT_FALSE(inst->Verify().ok);
+  ASSERT_TRUE(inst->Run(c, 2).has_value());
+  const VerifyReport r = inst->Verify();
+  EXPECT_TRUE(r.ok) << r.max_abs_err;
+  EXPECT_EQ(r.elements, (24 + 13) * (64 + 13));
+  inst->PoisonOutputs();
+  const VerifyReport poisoned = inst->Verify();
+  EXPECT_FALSE(poisoned.ok);
+  EXPECT_EQ(poisoned.non_finite, poisoned.elements);
+  // An invalid config is an error, not a crash.
+  EXPECT_FALSE(inst->Run(ToConfig(MatmulBlockSizes{7, 64, 32}), 1).has_value());
+}
+
+TEST(MatmulSpec, InstancesAreDeterministicInTheSeed) {
+  const KernelSpec& spec = MatmulSpec();
+  const Problem p = MakeProblem(30, 40, 50);
+  auto x = spec.MakeInstance(p, 7);
+  auto y = spec.MakeInstance(p, 7);
+  x->RunReference();
+  y->RunReference();
+  ASSERT_TRUE(x->Run(spec.DefaultConfig(), 1).has_value());
+  ASSERT_TRUE(y->Run(spec.DefaultConfig(), 1).has_value());
+  EXPECT_EQ(x->Verify().max_abs_err, y->Verify().max_abs_err);
+}
+
+}  // namespace
+}  // namespace blocktune::kernels

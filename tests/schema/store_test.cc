@@ -1,0 +1,187 @@
+// Store: migrations, refusal of newer schemas and foreign files, measurement and tuned-entry
+// round trips.
+#include "schema/store.h"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace blocktune::store {
+namespace {
+
+class StoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() / ("blocktune_store_test_" + std::to_string(getpid()) + "_" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    path_ = (dir_ / "t.db").string();
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  static std::string ReadAll(const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::ostringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  std::filesystem::path dir_;
+  std::string path_;
+};
+
+tuner::SweepRequest Request() {
+  tuner::SweepRequest r;
+  r.kernel = "matmul";
+  r.shapes.push_back(NamedInts({{"m", 64}, {"n", 32}, {"k", 16}}));
+  r.shapes.push_back(NamedInts({{"m", 1}, {"n", 2}, {"k", 3}}));
+  r.threads = 2;
+  r.strategy = tuner::Strategy::kRandom;
+  r.budget = 7;
+  r.seed = 42;
+  return r;
+}
+
+TEST_F(StoreTest, CreatesAndMigratesToLatestVersion) {
+  auto s = Store::Open(path_);
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_EQ((*s)->SchemaVersion(), LatestSchemaVersion());
+  EXPECT_GE(LatestSchemaVersion(), 1);
+  s->reset();
+  auto again = Store::Open(path_);  // reopening an up-to-date DB is a no-op
+  ASSERT_TRUE(again);
+  EXPECT_EQ((*again)->SchemaVersion(), LatestSchemaVersion());
+}
+
+TEST_F(StoreTest, RefusesNewerSchemaWithoutTouchingIt) {
+  ASSERT_TRUE(Store::Open(path_));
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version = 999", nullptr, nullptr, nullptr), SQLITE_OK);
+  sqlite3_close(db);
+  const std::string before = ReadAll(path_);
+  auto s = Store::Open(path_);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kFailedPrecondition);
+  EXPECT_NE(s.error().message.find("newer"), std::string::npos);
+  EXPECT_EQ(ReadAll(path_), before);
+}
+
+TEST_F(StoreTest, RefusesAFileThatIsNotADatabase) {
+  const std::string junk(8192, 'x');
+  std::ofstream(path_, std::ios::binary) << junk;
+  auto s = Store::Open(path_);
+  ASSERT_FALSE(s);
+  EXPECT_EQ(s.error().code, ErrorCode::kDataLoss);
+  EXPECT_EQ(ReadAll(path_), junk);
+}
+
+TEST_F(StoreTest, SweepLifecycleAndMeasurementsRoundTrip) {
+  auto s = Store::Open(path_);
+  ASSERT_TRUE(s);
+  Store& st = **s;
+  HardwareProfile hw = HardwareProfile::Detect(2);
+  auto hw_id = st.UpsertHardware(hw);
+  ASSERT_TRUE(hw_id);
+  EXPECT_EQ(*st.UpsertHardware(hw), *hw_id);  // idempotent
+
+  auto id = st.CreateSweep(Request(), *hw_id, 1, "test", 10);
+  ASSERT_TRUE(id) << id.error().ToString();
+  auto rec = st.GetSweep(*id);
+  ASSERT_TRUE(rec);
+  EXPECT_EQ(rec->status, SweepStatus::kQueued);
+  EXPECT_EQ(rec->request.shapes, Request().shapes);
+  EXPECT_EQ(rec->request.budget, 7);
+  EXPECT_EQ(rec->request.seed, 42u);
+  EXPECT_EQ(rec->progress_total, 10);
+  EXPECT_EQ(rec->hardware_key, hw.Key());
+
+  ASSERT_TRUE(st.SetSweepStatus(*id, SweepStatus::kRunning));
+  tuner::Measurement ok;
+  ok.sweep_id = *id;
+  ok.bucket = "m64_n32_k16";
+  ok.problem.dims = NamedInts({{"m", 64}, {"n", 32}, {"k", 16}});
+  ok.config = NamedInts({{"block_m", 48}, {"block_n", 64}, {"block_k", 32}});
+  ok.samples_ns = {100, 110, 105};
+  ok.median_ns = 105;
+  ok.cv = 0.05;
+  ok.iterations = 1000;
+  ASSERT_TRUE(st.RecordMeasurement(ok, 1, 10));
+  EXPECT_GT(ok.id, 0);
+  EXPECT_FALSE(ok.created_at.empty());
+
+  tuner::Measurement bad = ok;
+  bad.config.Set("block_m", 7);
+  bad.outcome = tuner::Outcome::kInvalid;
+  bad.detail = "block_m must be a multiple of 16";
+  bad.samples_ns.clear();
+  ASSERT_TRUE(st.RecordMeasurement(bad, 2, 10));
+
+  // The same (sweep, bucket, config) twice is refused: a measurement is never duplicated.
+  tuner::Measurement dup = ok;
+  EXPECT_FALSE(st.RecordMeasurement(dup, 3, 10));
+
+  auto list = st.ListMeasurements(*id, "m64_n32_k16");
+  ASSERT_TRUE(list);
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[0].samples_ns, ok.samples_ns);
+  EXPECT_EQ((*list)[0].config, ok.config);
+  EXPECT_EQ((*list)[1].outcome, tuner::Outcome::kInvalid);
+  EXPECT_EQ((*list)[1].detail, bad.detail);
+  EXPECT_TRUE((*list)[1].samples_ns.empty());
+  EXPECT_EQ(st.GetSweep(*id)->progress_done, 2);
+
+  // A daemon that died mid-sweep: the sweep goes back to the queue.
+  ASSERT_TRUE(st.RequeueRunningSweeps());
+  EXPECT_EQ(st.GetSweep(*id)->status, SweepStatus::kQueued);
+  ASSERT_TRUE(st.SetSweepStatus(*id, SweepStatus::kDone));
+  auto done = st.GetSweep(*id);
+  EXPECT_EQ(done->status, SweepStatus::kDone);
+  EXPECT_FALSE(done->finished_at.empty());
+  EXPECT_FALSE(st.GetSweep(*id + 100));
+  EXPECT_EQ(st.GetSweep(*id + 100).error().code, ErrorCode::kNotFound);
+}
+
+TEST_F(StoreTest, TunedEntriesUpsertAndListInKeyOrder) {
+  auto s = Store::Open(path_);
+  ASSERT_TRUE(s);
+  Store& st = **s;
+  auto hw_id = st.UpsertHardware(HardwareProfile::Detect(1));
+  auto sweep = st.CreateSweep(Request(), *hw_id, 1, "test", 1);
+  tuner::Measurement m;
+  m.sweep_id = *sweep;
+  m.bucket = "b";
+  m.config = NamedInts({{"block_m", 1}});
+  ASSERT_TRUE(st.RecordMeasurement(m, 1, 1));
+  tuner::TunedEntry e;
+  e.kernel = "matmul";
+  e.hardware_key = "x86_64.avx2.amd.fam25_mod1.t1";
+  e.bucket = "m128_n128_k128";
+  e.config = NamedInts({{"block_m", 96}, {"block_n", 256}, {"block_k", 128}});
+  e.median_ns = 1234.5;
+  e.samples = 5;
+  e.sweep_id = *sweep;
+  e.measurement_id = m.id;
+  e.measured_at = "2026-01-01T00:00:00.000Z";
+  tuner::TunedEntry other = e;
+  other.hardware_key = "x86_64.avx2.amd.fam25_mod1.t0";
+  ASSERT_TRUE(st.UpsertTunedEntry(e));
+  ASSERT_TRUE(st.UpsertTunedEntry(other));
+  e.median_ns = 1000;  // a newer winner replaces the row
+  ASSERT_TRUE(st.UpsertTunedEntry(e));
+  auto rows = st.ListTunedEntries("matmul");
+  ASSERT_TRUE(rows);
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].hardware_key, other.hardware_key);
+  EXPECT_EQ((*rows)[1].median_ns, 1000);
+  EXPECT_EQ((*rows)[1].config, e.config);
+  EXPECT_TRUE(st.ListTunedEntries("nope")->empty());
+}
+
+}  // namespace
+}  // namespace blocktune::store

@@ -1,0 +1,124 @@
+// The wire codec: request decoding names the offending field; guards reject oversized and
+// deeply nested bodies before nlohmann parses them; encodings keep parameter order.
+#include "server/codec.h"
+
+#include <gtest/gtest.h>
+
+#include "server/http.h"
+
+namespace blocktune::wire {
+namespace {
+
+Result<tuner::SweepRequest> Decode(std::string_view text) {
+  auto j = ParseBody(text, Limits{});
+  if (!j) return std::unexpected(j.error());
+  return DecodeSweepRequest(*j, Limits{});
+}
+
+TEST(Codec, DecodesAFullSweepRequest) {
+  auto r = Decode(R"({"kernel":"matmul","dtype":"f32","shapes":[{"m":128,"n":256,"k":64}],
+                      "threads":2,"strategy":"random","budget":9,"seed":5})");
+  ASSERT_TRUE(r) << r.error().ToString();
+  EXPECT_EQ(r->kernel, "matmul");
+  EXPECT_EQ(r->threads, 2);
+  EXPECT_EQ(r->strategy, tuner::Strategy::kRandom);
+  EXPECT_EQ(r->budget, 9);
+  EXPECT_EQ(r->seed, 5u);
+  ASSERT_EQ(r->shapes.size(), 1u);
+  EXPECT_EQ(r->shapes[0].ToString(), "m=128,n=256,k=64");
+  // Round trip through the encoder.
+  auto again = DecodeSweepRequest(EncodeSweepRequest(*r), Limits{});
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->shapes, r->shapes);
+}
+
+struct BadCase {
+  const char* body;
+  const char* path;
+};
+
+class CodecRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(CodecRejects, WithThePathOfTheField) {
+  auto r = Decode(GetParam().body);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument);
+  EXPECT_EQ(r.error().path, GetParam().path) << r.error().message;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Bodies, CodecRejects,
+    ::testing::Values(BadCase{"not json", "body"}, BadCase{"[1,2]", "body"}, BadCase{"{}", "kernel"},
+                      BadCase{R"({"kernel":"nope","shapes":[{"m":1}]})", "kernel"},
+                      BadCase{R"({"kernel":"matmul"})", "shapes"},
+                      BadCase{R"({"kernel":"matmul","shapes":[]})", "shapes"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2}]})", "shapes[0].k"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":"3"}]})", "shapes[0].k"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3,"z":1}]})", "shapes[0].z"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"threads":0})", "threads"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"strategy":"x"})", "strategy"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"budget":-1})", "budget"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"dtype":"f64"})", "dtype"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"extra":1})", "extra"}),
+    [](const ::testing::TestParamInfo<BadCase>& info) {
+      std::string name = "path_";
+      for (char c : std::string(info.param.path)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+      return name + "_" + std::to_string(info.index);
+    });
+
+TEST(Codec, RejectsDeepNestingBeforeParsing) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  auto r = ParseBody(deep, Limits{});
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().path, "body");
+  // Brackets inside strings do not count.
+  auto ok = ParseBody(R"({"a":"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["})", Limits{});
+  EXPECT_TRUE(ok);
+}
+
+TEST(Codec, RejectsOversizedBodies) {
+  Limits small;
+  small.max_body_bytes = 10;
+  EXPECT_FALSE(ParseBody(R"({"kernel":"matmul"})", small));
+}
+
+TEST(Codec, ErrorBodiesAndStatuses) {
+  const Json e = EncodeError(Error{ErrorCode::kInvalidArgument, "bad", "shapes[0].m"});
+  EXPECT_EQ(e.dump(), R"({"error":{"code":"invalid_argument","message":"bad","path":"shapes[0].m"}})");
+  EXPECT_EQ(HttpStatus(ErrorCode::kInvalidArgument), 400);
+  EXPECT_EQ(HttpStatus(ErrorCode::kNotFound), 404);
+  EXPECT_EQ(HttpStatus(ErrorCode::kInternal), 500);
+}
+
+TEST(Codec, LookupEncodingKeepsParameterOrderAndRoundTrips) {
+  tuner::LookupAnswer a;
+  a.kernel = "matmul";
+  a.config = NamedInts({{"block_m", 96}, {"block_n", 512}, {"block_k", 256}});
+  a.source = tables::Source::kTunedFallback;
+  a.hardware = "x86_64.avx512.intel.fam6_mod167.t1";
+  a.bucket = "m1024_n1024_k1024";
+  a.median_ns = 5e6;
+  const std::string text = EncodeLookup(a).dump();
+  EXPECT_NE(text.find(R"("config":{"block_m":96,"block_n":512,"block_k":256})"), std::string::npos) << text;
+  auto back = DecodeLookup(Json::parse(text));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->config, a.config);
+  EXPECT_EQ(back->source, a.source);
+  EXPECT_EQ(back->bucket, a.bucket);
+}
+
+TEST(Http, TokenComparisonIsExact) {
+  EXPECT_TRUE(server::TokenEquals("abcdef0123456789", "abcdef0123456789"));
+  EXPECT_FALSE(server::TokenEquals("abcdef0123456789", "abcdef012345678"));
+  EXPECT_FALSE(server::TokenEquals("abcdef0123456789", "abcdef0123456780"));
+  EXPECT_FALSE(server::TokenEquals("", "x"));
+}
+
+TEST(Http, EveryMutatingRouteIsMarked) {
+  for (const auto& r : server::Routes()) {
+    EXPECT_EQ(r.mutating, std::string(r.method) != "GET") << r.pattern;
+  }
+}
+
+}  // namespace
+}  // namespace blocktune::wire

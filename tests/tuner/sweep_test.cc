@@ -1,0 +1,237 @@
+// The sweep engine against a kernel with a known cost model: planning, outcomes, winner
+// selection, resumption, and the timing and search building blocks.
+#include "tuner/sweep.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tests/tuner/fake_kernel.h"
+#include "tuner/lookup.h"
+#include "tuner/search/search.h"
+#include "tuner/timing/timing.h"
+
+namespace blocktune::tuner {
+namespace {
+
+using blocktune::testing::FakeSpec;
+
+// In-memory sink; can cancel after a number of records to simulate a stopped sweep.
+class MemorySink : public SweepSink {
+ public:
+  Result<std::vector<Measurement>> Existing(const std::string& bucket) override {
+    std::vector<Measurement> out;
+    for (const auto& m : stored) {
+      if (m.bucket == bucket) out.push_back(m);
+    }
+    return out;
+  }
+  Status Record(Measurement& m, int64_t done, int64_t total) override {
+    m.id = static_cast<int64_t>(stored.size()) + 1;
+    stored.push_back(m);
+    last_done = done;
+    last_total = total;
+    return {};
+  }
+  bool Cancelled() override { return cancel_after >= 0 && static_cast<int64_t>(stored.size()) >= cancel_after; }
+
+  std::vector<Measurement> stored;
+  int64_t cancel_after = -1;
+  int64_t last_done = 0;
+  int64_t last_total = 0;
+};
+
+SweepRequest FakeRequest(Strategy strategy = Strategy::kExhaustive, int64_t budget = 0) {
+  SweepRequest r;
+  r.kernel = "fake";
+  r.shapes = {NamedInts({{"n", 1000}}), NamedInts({{"n", 1024}}), NamedInts({{"n", 100}})};
+  r.strategy = strategy;
+  r.budget = budget;
+  return r;
+}
+
+SweepOptions FastTiming() {
+  SweepOptions o;
+  o.timing.min_repetition_ns = 200e3;
+  o.timing.repetitions = 3;
+  return o;
+}
+
+TEST(PlanSweep, DeduplicatesBucketsAndPrunesInvalidConfigs) {
+  FakeSpec spec;
+  auto plans = PlanSweep(FakeRequest(), spec, HardwareProfile::Detect(1));
+  ASSERT_TRUE(plans) << plans.error().ToString();
+  ASSERT_EQ(plans->size(), 2u);  // n=1000 and n=1024 share bucket n1024
+  EXPECT_EQ((*plans)[0].bucket, "n1024");
+  EXPECT_EQ((*plans)[1].bucket, "n128");
+  EXPECT_EQ((*plans)[0].invalid.size(), 1u);  // (4, 3)
+  EXPECT_EQ((*plans)[0].invalid_reasons[0], "a*b must not be 12");
+  EXPECT_EQ((*plans)[0].planned.size(), 11u);
+}
+
+TEST(PlanSweep, ErrorsNameTheField) {
+  FakeSpec spec;
+  SweepRequest r = FakeRequest();
+  r.shapes.push_back(NamedInts({{"n", 0}}));
+  auto plans = PlanSweep(r, spec, HardwareProfile::Detect(1));
+  ASSERT_FALSE(plans);
+  EXPECT_EQ(plans.error().path, "shapes[3].n");
+  r = FakeRequest();
+  r.shapes.push_back(NamedInts({{"n", 4}, {"q", 1}}));
+  plans = PlanSweep(r, spec, HardwareProfile::Detect(1));
+  ASSERT_FALSE(plans);
+  EXPECT_EQ(plans.error().path, "shapes[3].q");
+}
+
+TEST(RunSweep, RecordsEveryOutcomeAndPicksTheCheapestPassingConfig) {
+  FakeSpec spec;
+  MemorySink sink;
+  auto winners = RunSweep(FakeRequest(), 1, spec, HardwareProfile::Detect(1), sink, FastTiming());
+  ASSERT_TRUE(winners) << winners.error().ToString();
+  ASSERT_EQ(winners->size(), 2u);
+  for (const auto& w : *winners) {
+    EXPECT_EQ(w.config, NamedInts({{"a", 3}, {"b", 2}})) << w.bucket;
+    EXPECT_EQ(w.samples, 3);
+    EXPECT_GT(w.median_ns, 0);
+    EXPECT_GT(w.measurement_id, 0);
+  }
+  ASSERT_EQ(sink.stored.size(), 24u);  // 12 configs x 2 buckets, invalid ones included
+  EXPECT_EQ(sink.last_done, 24);
+  EXPECT_EQ(sink.last_total, 24);
+  std::map<std::string, Outcome> n1024;
+  for (const auto& m : sink.stored) {
+    if (m.bucket == "n1024") n1024[m.config.ToString()] = m.outcome;
+    if (m.outcome == Outcome::kOk) {
+      EXPECT_EQ(m.samples_ns.size(), 3u);
+    } else {
+      EXPECT_FALSE(m.detail.empty());
+      EXPECT_TRUE(m.samples_ns.empty());
+    }
+  }
+  EXPECT_EQ(n1024["a=1,b=1"], Outcome::kNan);
+  EXPECT_EQ(n1024["a=2,b=1"], Outcome::kWrongResult);
+  EXPECT_EQ(n1024["a=4,b=3"], Outcome::kInvalid);
+  EXPECT_EQ(n1024["a=3,b=2"], Outcome::kOk);
+}
+
+TEST(RunSweep, ResumesWithoutMeasuringAnythingTwice) {
+  FakeSpec spec;
+  MemorySink sink;
+  sink.cancel_after = 7;
+  auto first = RunSweep(FakeRequest(), 1, spec, HardwareProfile::Detect(1), sink, FastTiming());
+  ASSERT_TRUE(first);
+  EXPECT_LT(sink.stored.size(), 24u);
+  sink.cancel_after = -1;
+  auto second = RunSweep(FakeRequest(), 1, spec, HardwareProfile::Detect(1), sink, FastTiming());
+  ASSERT_TRUE(second);
+  EXPECT_EQ(sink.stored.size(), 24u);
+  std::set<std::pair<std::string, std::string>> keys;
+  for (const auto& m : sink.stored) keys.insert({m.bucket, m.config.ToString()});
+  EXPECT_EQ(keys.size(), 24u);
+  EXPECT_EQ(second->size(), 2u);
+}
+
+TEST(RunSweep, RandomStrategyHonoursBudgetAndAlwaysIncludesTheDefault) {
+  FakeSpec spec;
+  MemorySink sink;
+  auto winners = RunSweep(FakeRequest(Strategy::kRandom, 4), 1, spec, HardwareProfile::Detect(1), sink, FastTiming());
+  ASSERT_TRUE(winners);
+  int timed_or_verified = 0;
+  bool default_seen = false;
+  for (const auto& m : sink.stored) {
+    if (m.bucket != "n1024" || m.outcome == Outcome::kInvalid) continue;
+    ++timed_or_verified;
+    default_seen |= m.config == spec.DefaultConfig();
+  }
+  EXPECT_EQ(timed_or_verified, 4);
+  EXPECT_TRUE(default_seen);
+}
+
+TEST(Search, RandomPlanIsDeterministicPerSeed) {
+  FakeSpec spec;
+  const auto space = spec.ConfigSpace();
+  const auto a = PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 99);
+  const auto b = PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 99);
+  const auto c = PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 100);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.size(), 5u);
+  EXPECT_EQ(a.front(), spec.DefaultConfig());
+  EXPECT_NE(a, c);
+  std::set<std::string> unique;
+  for (const auto& x : a) unique.insert(x.ToString());
+  EXPECT_EQ(unique.size(), 5u);
+  EXPECT_EQ(PlanConfigs(space, spec.DefaultConfig(), Strategy::kExhaustive, 3, 1).size(), space.size());
+}
+
+TEST(Timing, MedianAndCoefficientOfVariation) {
+  EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(Median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(CoefficientOfVariation({5, 5, 5}), 0);
+  EXPECT_NEAR(CoefficientOfVariation({1, 3}), std::sqrt(2.0) / 2, 1e-12);
+}
+
+TEST(Timing, GrowsIterationsToTheMinimumTimeAndStopsOnError) {
+  int calls = 0;
+  TimingOptions o;
+  o.min_repetition_ns = 1e6;
+  o.repetitions = 4;
+  auto t = TimeRepeated(
+      [&]() -> Status {
+        ++calls;
+        return {};
+      },
+      o);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->samples_ns.size(), 4u);
+  EXPECT_GT(t->iterations, 1);
+  EXPECT_GE(calls, 4 * t->iterations);
+  int n = 0;
+  auto failing = TimeRepeated(
+      [&]() -> Status {
+        if (++n == 3) return InvalidArgument("boom");
+        return {};
+      },
+      o);
+  ASSERT_FALSE(failing);
+  EXPECT_EQ(failing.error().message, "boom");
+}
+
+TEST(Lookup, FallsBackThroughTheHardwareChainThenToTheDefault) {
+  FakeSpec spec;
+  TunedEntry e;
+  e.kernel = "fake";
+  e.hardware_key = "x86_64.avx512.intel.fam6_mod1.t2";
+  e.bucket = "n1024";
+  e.config = NamedInts({{"a", 3}, {"b", 2}});
+  e.median_ns = 10;
+  TunedEntry other = e;
+  other.hardware_key = "x86_64.avx512.intel.fam6_mod2.t1";
+  other.config = NamedInts({{"a", 4}, {"b", 1}});
+  std::vector<TunedEntry> rows{other, e};
+
+  auto exact = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t2"});
+  ASSERT_TRUE(exact);
+  EXPECT_EQ(exact->source, tables::Source::kTuned);
+  EXPECT_EQ(exact->config, e.config);
+
+  auto threads = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t8"});
+  EXPECT_EQ(threads->source, tables::Source::kTunedFallback);
+  EXPECT_EQ(threads->hardware, e.hardware_key);
+
+  // Same vendor, other model: both rows match "x86_64.avx512.intel"; the smallest key wins.
+  auto family = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod9.t1"});
+  EXPECT_EQ(family->source, tables::Source::kTunedFallback);
+  EXPECT_EQ(family->hardware, e.hardware_key);
+
+  auto other_bucket = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 5000}}), e.hardware_key});
+  EXPECT_EQ(other_bucket->source, tables::Source::kDefault);
+  EXPECT_EQ(other_bucket->config, spec.DefaultConfig());
+  EXPECT_EQ(other_bucket->bucket, "n8192");
+
+  auto bad = Lookup(spec, rows, {DType::kF32, NamedInts({{"m", 5}}), e.hardware_key});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().path, "m");
+}
+
+}  // namespace
+}  // namespace blocktune::tuner

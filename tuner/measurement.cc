@@ -1,0 +1,19 @@
+// Name tables for the tuner's enums.
+#include "tuner/measurement.h"
+
+namespace blocktune::tuner {
+
+std::optional<Outcome> ParseOutcome(std::string_view s) {
+  for (int i = 0; i < static_cast<int>(std::size(kOutcomeNames)); ++i) {
+    if (kOutcomeNames[i] == s) return static_cast<Outcome>(i);
+  }
+  return std::nullopt;
+}
+
+std::optional<Strategy> ParseStrategy(std::string_view s) {
+  if (s == "exhaustive") return Strategy::kExhaustive;
+  if (s == "random") return Strategy::kRandom;
+  return std::nullopt;
+}
+
+}  // namespace blocktune::tuner

@@ -1,0 +1,82 @@
+// The tuner's records: what happened to one config on one bucket (Measurement), the winner
+// per (kernel, hardware, dtype, bucket) (TunedEntry), and the sweep request that produced them.
+// Failures are data: every tried config gets an Outcome and is stored like a result.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/core/config.h"
+#include "kernels/core/dtype.h"
+
+namespace blocktune::tuner {
+
+// Closed set; spelled in SQL CHECK constraints and JSON exactly as OutcomeName returns.
+enum class Outcome {
+  kOk,
+  kInvalid,        // rejected by Validate before any launch; detail says why
+  kCrashed,        // the run died (signal in detail)
+  kTimeout,        // exceeded the per-config time limit
+  kOutOfMemory,    // allocation failed or the memory limit was hit
+  kNan,            // output contained NaN/Inf where the reference is finite
+  kWrongResult,    // finite output outside tolerance of the reference
+  kUnstable,       // timings too noisy to trust after re-measurement
+  kWorkerLost,     // the worker vanished without a verdict
+};
+
+inline constexpr std::string_view kOutcomeNames[] = {
+    "ok", "invalid", "crashed", "timeout", "out_of_memory", "nan", "wrong_result", "unstable", "worker_lost",
+};
+
+constexpr std::string_view OutcomeName(Outcome o) { return kOutcomeNames[static_cast<int>(o)]; }
+std::optional<Outcome> ParseOutcome(std::string_view s);
+
+struct Measurement {
+  int64_t id = 0;        // assigned by the store
+  int64_t sweep_id = 0;
+  std::string bucket;    // canonical bucket id
+  Problem problem;       // the shape that was timed (the bucket's representative)
+  Config config;
+  Outcome outcome = Outcome::kOk;
+  std::string detail;    // reason for a bad outcome, or verification summary
+  std::vector<double> samples_ns;  // per-iteration time of each repetition, in order
+  int64_t iterations = 0;          // iterations per repetition
+  double median_ns = 0;
+  double cv = 0;                   // stddev / mean of samples_ns
+  double max_abs_err = 0;          // verification against the reference
+  double max_rel_err = 0;          // worst error as a fraction of the tolerance (<= 1 passes)
+  std::string created_at;          // set by the store (UTC ISO-8601)
+};
+
+struct TunedEntry {
+  std::string kernel;
+  std::string hardware_key;
+  DType dtype = DType::kF32;
+  std::string bucket;
+  int bucket_version = 1;
+  Config config;
+  double median_ns = 0;
+  int64_t samples = 0;
+  int64_t sweep_id = 0;
+  int64_t measurement_id = 0;
+  std::string measured_at;
+};
+
+enum class Strategy { kExhaustive, kRandom };
+constexpr std::string_view StrategyName(Strategy s) { return s == Strategy::kExhaustive ? "exhaustive" : "random"; }
+std::optional<Strategy> ParseStrategy(std::string_view s);
+
+struct SweepRequest {
+  std::string kernel;
+  DType dtype = DType::kF32;
+  std::vector<NamedInts> shapes;  // requested problem dims; each maps to a bucket
+  int threads = 1;
+  Strategy strategy = Strategy::kExhaustive;
+  int64_t budget = 0;  // configs per bucket; 0 = the whole space (exhaustive) or 32 (random)
+  uint64_t seed = 1;
+};
+
+}  // namespace blocktune::tuner

@@ -1,0 +1,75 @@
+// Implementation of the timing loop; see timing.h for the method.
+#include "tuner/timing/timing.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace blocktune::tuner {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Result<double> TimeBatch(const std::function<Status()>& run, int64_t iterations) {
+  const auto start = Clock::now();
+  for (int64_t i = 0; i < iterations; ++i) {
+    if (auto s = run(); !s) return std::unexpected(s.error());
+  }
+  return std::chrono::duration<double, std::nano>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + mid, v.end());
+  if (v.size() % 2 == 1) return v[mid];
+  const double hi = v[mid];
+  const double lo = *std::max_element(v.begin(), v.begin() + mid);
+  return (lo + hi) / 2;
+}
+
+double CoefficientOfVariation(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= static_cast<double>(v.size());
+  if (mean <= 0) return 0;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  return std::sqrt(ss / static_cast<double>(v.size() - 1)) / mean;
+}
+
+Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options) {
+  // Warm-up: first touch of outputs, packing buffers and thread pool start-up are not measured.
+  auto warm = TimeBatch(run, 1);
+  if (!warm) return std::unexpected(warm.error());
+
+  // Grow the batch until it reaches the minimum repetition time. Like Google Benchmark, aim
+  // 40% past the target so the next batch is likely long enough, and grow at most 10x per
+  // step so one lucky fast call cannot explode the count.
+  int64_t iterations = 1;
+  double elapsed = *warm;
+  while (elapsed < options.min_repetition_ns && iterations < options.max_iterations) {
+    const double ratio = elapsed > 0 ? 1.4 * options.min_repetition_ns / elapsed : 10.0;
+    const auto next = static_cast<int64_t>(std::ceil(static_cast<double>(iterations) * std::clamp(ratio, 1.1, 10.0)));
+    iterations = std::min(next, options.max_iterations);
+    auto t = TimeBatch(run, iterations);
+    if (!t) return std::unexpected(t.error());
+    elapsed = *t;
+  }
+
+  TimingResult result;
+  result.iterations = iterations;
+  for (int r = 0; r < options.repetitions; ++r) {
+    auto t = TimeBatch(run, iterations);
+    if (!t) return std::unexpected(t.error());
+    result.samples_ns.push_back(*t / static_cast<double>(iterations));
+  }
+  result.median_ns = Median(result.samples_ns);
+  result.cv = CoefficientOfVariation(result.samples_ns);
+  return result;
+}
+
+}  // namespace blocktune::tuner

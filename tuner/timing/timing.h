@@ -1,0 +1,37 @@
+// Robust timing of one kernel call: warm up, grow the iteration count until one repetition
+// lasts at least a minimum time (Google Benchmark's PredictNumItersNeeded idea), then run
+// several repetitions and keep every per-iteration sample, the median and the CV.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "kernels/core/result.h"
+
+namespace blocktune::tuner {
+
+struct TimingOptions {
+  // 20 ms per repetition keeps timer resolution (~20 ns) and scheduler noise (a 1-4 ms tick)
+  // small relative to the sample while 5 repetitions of a 2048^3 matmul (~0.1 s a call)
+  // still finish in under a second.
+  double min_repetition_ns = 20e6;
+  int repetitions = 5;
+  int64_t max_iterations = int64_t{1} << 24;
+};
+
+struct TimingResult {
+  std::vector<double> samples_ns;  // per-iteration time of each repetition
+  int64_t iterations = 0;          // iterations per repetition
+  double median_ns = 0;
+  double cv = 0;
+};
+
+double Median(std::vector<double> v);
+// Coefficient of variation: sample standard deviation over mean; 0 for fewer than 2 samples.
+double CoefficientOfVariation(const std::vector<double>& v);
+
+// Times `run`; the first failure it returns stops timing and is returned.
+Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options);
+
+}  // namespace blocktune::tuner
