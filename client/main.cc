@@ -1,6 +1,8 @@
 // blocktune: the command-line client. `sweep` and `lookup` talk to blocktuned over HTTP;
 // `tables generate` and `bench` work locally on the libraries.
 //
+// `bench --compare` times the checked-in tuned configs against the default, bucket by bucket.
+//
 // Exit codes: 0 success, 1 the operation failed (sweep failed, verification failed, tables
 // out of date with --check), 2 bad command line, 3 server unreachable, 4 server refused the
 // request (4xx; the error body is printed), 5 server error (5xx).
@@ -9,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -303,13 +306,83 @@ struct BenchArgs {
   std::string config = "tuned";
   double min_time_ms = 200;
   int repetitions = 5;
+  bool compare = false;
 };
+
+// Times two configs on one problem with their repetitions interleaved (A B A B ...), so a
+// drift in machine load hits both alike; returns the medians.
+std::pair<double, double> TimeInterleaved(KernelInstance& inst, const Config& a, const Config& b, int threads,
+                                          const tuner::TimingOptions& opt) {
+  tuner::TimingOptions one = opt;
+  one.repetitions = 1;
+  std::vector<double> sa, sb;
+  for (int r = 0; r < opt.repetitions; ++r) {
+    if (auto t = tuner::TimeRepeated([&] { return inst.Run(a, threads); }, one)) sa.push_back(t->median_ns);
+    if (auto t = tuner::TimeRepeated([&] { return inst.Run(b, threads); }, one)) sb.push_back(t->median_ns);
+  }
+  return {tuner::Median(sa), tuner::Median(sb)};
+}
+
+// `bench KERNEL --compare`: for every bucket the checked-in table has for this host at
+// --threads, the tuned config against the default at the bucket's shape, and the geomean.
+int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a, DType dtype) {
+  HardwareProfile hw = HardwareProfile::Detect(a.threads);
+  auto rows = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
+  if (!rows) return Fail(kExitFailed, "checked-in table: " + rows.error().ToString());
+  tuner::TimingOptions opt;
+  opt.min_repetition_ns = a.min_time_ms * 1e6;
+  opt.repetitions = a.repetitions;
+  Json out = Json::array();
+  double log_sum = 0;
+  int count = 0;
+  const Config default_config = spec.DefaultConfig();
+  if (!c.json) {
+    std::printf("%-28s %-44s %12s %12s %8s\n", "bucket", "tuned config", "default ms", "tuned ms", "speedup");
+  }
+  for (const auto& e : *rows) {
+    if (e.kernel != spec.name() || e.hardware_key != hw.Key() || e.dtype != dtype) continue;
+    auto problem = spec.ProblemFromBucket(dtype, e.bucket);
+    if (!problem) continue;
+    auto inst = spec.MakeInstance(*problem, 1);
+    inst->RunReference();
+    bool ok = true;
+    for (const Config* cfg : {&e.config, &default_config}) {
+      inst->PoisonOutputs();
+      ok = ok && inst->Run(*cfg, a.threads).has_value() && inst->Verify().ok;
+    }
+    if (!ok) return Fail(kExitFailed, "verification failed on bucket " + e.bucket);
+    const auto [def_ns, tuned_ns] = TimeInterleaved(*inst, default_config, e.config, a.threads, opt);
+    const double speedup = def_ns / tuned_ns;
+    log_sum += std::log(speedup);
+    ++count;
+    if (c.json) {
+      out.push_back({{"bucket", e.bucket}, {"tuned_config", wire::EncodeConfig(e.config)}, {"default_ns", def_ns},
+                     {"tuned_ns", tuned_ns}, {"speedup", speedup}});
+    } else {
+      std::printf("%-28s %-44s %12.3f %12.3f %7.2fx\n", e.bucket.c_str(), e.config.ToString().c_str(), def_ns / 1e6,
+                  tuned_ns / 1e6, speedup);
+    }
+  }
+  if (count == 0) return Fail(kExitFailed, "the checked-in table has no " + std::string(spec.name()) + " rows for " + hw.Key());
+  const double geomean = std::exp(log_sum / count);
+  if (c.json) {
+    std::printf("%s\n", Json{{"kernel", spec.name()}, {"hardware", hw.Key()}, {"threads", a.threads},
+                              {"default_config", wire::EncodeConfig(default_config)}, {"buckets", out},
+                              {"geomean_speedup", geomean}}.dump().c_str());
+  } else {
+    std::printf("geomean speedup of tuned over default (%s): %.3fx over %d buckets\n",
+                default_config.ToString().c_str(), geomean, count);
+  }
+  return 0;
+}
 
 int RunBench(const Common& c, const BenchArgs& a) {
   const KernelSpec* spec = FindKernel(a.kernel);
   if (spec == nullptr) return Fail(kExitUsage, "unknown kernel '" + a.kernel + "'");
   auto dtype = ParseDType(a.dtype);
   if (!dtype) return Fail(kExitUsage, "unknown dtype '" + a.dtype + "'");
+  if (a.compare) return RunBenchCompare(c, *spec, a, *dtype);
+  if (a.shape.empty()) return Fail(kExitUsage, "--shape is required (or --compare)");
   auto dims = ParseShape(a.shape);
   if (!dims) return Fail(kExitUsage, dims.error().ToString());
   const Problem problem{*dtype, *dims};
@@ -419,7 +492,10 @@ int main(int argc, char** argv) {
   auto* bench_cmd = app.add_subcommand("bench", "verify a kernel config against the reference, then time it");
   AddCommon(bench_cmd, common, false);
   bench_cmd->add_option("kernel", bench.kernel, "kernel name")->required();
-  bench_cmd->add_option("--shape", bench.shape, "problem dims, e.g. m=1024,n=1024,k=1024")->required();
+  bench_cmd->add_option("--shape", bench.shape, "problem dims, e.g. m=1024,n=1024,k=1024 (required unless --compare)");
+  bench_cmd->add_flag("--compare", bench.compare,
+                      "for every bucket of the checked-in table on this host at --threads: tuned vs default, "
+                      "interleaved, and the geomean speedup");
   bench_cmd->add_option("--dtype", bench.dtype, "element type")->capture_default_str();
   bench_cmd->add_option("--threads", bench.threads, "threads")->capture_default_str()->check(CLI::Range(1, 256));
   bench_cmd->add_option("--config", bench.config,

@@ -7,28 +7,11 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/core/random.h"
 #include "kernels/matmul/matmul.h"
 
 namespace blocktune::kernels {
 namespace {
-
-// splitmix64: a fixed, platform-independent generator, so a seed means the same data on
-// every machine and standard library (std::uniform_real_distribution is not specified).
-class SplitMix {
- public:
-  explicit SplitMix(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [-1, 1): 24 random bits, exactly representable in f32.
-  float NextSigned() { return float(int64_t(Next() >> 40) - (int64_t{1} << 23)) * (1.0f / float(1 << 23)); }
-
- private:
-  uint64_t state_;
-};
 
 MatmulShape ShapeOf(const Problem& p) { return MatmulShape{p.Dim("m"), p.Dim("n"), p.Dim("k")}; }
 
@@ -54,7 +37,7 @@ class MatmulInstance final : public KernelInstance {
         b_(static_cast<size_t>(shape.k * shape.n)),
         c_(static_cast<size_t>(shape.m * shape.n)),
         ref_(static_cast<size_t>(shape.m * shape.n)) {
-    SplitMix rng(seed);
+    SplitMix64 rng(seed);
     for (float& x : a_) x = rng.NextSigned();
     for (float& x : b_) x = rng.NextSigned();
   }

@@ -5,22 +5,6 @@
 
 namespace blocktune::tuner {
 
-uint64_t SplitMix64::Next() {
-  uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-uint64_t SplitMix64::Below(uint64_t bound) {
-  const uint64_t limit = UINT64_MAX - UINT64_MAX % bound;
-  uint64_t x;
-  do {
-    x = Next();
-  } while (x >= limit);
-  return x % bound;
-}
-
 std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config,
                                 Strategy strategy, int64_t budget, uint64_t seed) {
   if (strategy == Strategy::kExhaustive) return valid_space;
