@@ -46,6 +46,13 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
   }
   if (request.budget < 0) return InvalidArgument("budget must be >= 0", "budget");
   if (request.shapes.empty()) return InvalidArgument("at least one shape is required", "shapes");
+  bool dtype_ok = false;
+  for (DType d : spec.dtypes()) dtype_ok |= d == request.dtype;
+  if (!dtype_ok) {
+    return InvalidArgument("kernel " + std::string(spec.name()) + " does not support dtype " +
+                               std::string(DTypeName(request.dtype)),
+                           "dtype");
+  }
   std::vector<BucketPlan> plans;
   std::set<std::string> seen;
   const std::vector<Config> space = spec.ConfigSpace();

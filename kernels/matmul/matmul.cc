@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 #include "kernels/core/parallel.h"
 #include "kernels/matmul/matmul.h"
@@ -80,22 +81,42 @@ class ScratchBuffer {
 thread_local ScratchBuffer t_a_buffer;
 thread_local ScratchBuffer t_b_buffer;
 
+// Loads one element as f32: bf16 inputs are widened while packing, so the micro-kernels only
+// ever see f32 and bf16 costs one conversion per packed element, not one per multiply-add.
+inline float Widen(float x) { return x; }
+inline float Widen(BF16 x) { return BF16ToFloat(x); }
+
 // Packs kb x nb of B (leading dimension ldb) into micro-panels of tile_cols columns, each kb
 // steps of tile_cols floats, zero-padded on the right (padding is computed, never stored, but
 // zeros avoid denormal garbage slowing the FMAs).
-void PackB(const float* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, float* dst) {
+template <typename T>
+void PackB(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, float* dst) {
   for (int64_t j = 0; j < nb; j += tile_cols) {
     const int64_t cols = std::min<int64_t>(tile_cols, nb - j);
-    const float* src = b + j;
-    if (cols == tile_cols) {
-      for (int64_t p = 0; p < kb; ++p) std::memcpy(dst + p * tile_cols, src + p * ldb, sizeof(float) * tile_cols);
-    } else {
-      for (int64_t p = 0; p < kb; ++p) {
-        std::memcpy(dst + p * tile_cols, src + p * ldb, sizeof(float) * cols);
-        std::memset(dst + p * tile_cols + cols, 0, sizeof(float) * (tile_cols - cols));
+    const T* src = b + j;
+    for (int64_t p = 0; p < kb; ++p) {
+      float* d = dst + p * tile_cols;
+      const T* s = src + p * ldb;
+      if constexpr (std::is_same_v<T, float>) {
+        std::memcpy(d, s, sizeof(float) * static_cast<size_t>(cols));
+      } else {
+        for (int64_t q = 0; q < cols; ++q) d[q] = Widen(s[q]);
       }
+      if (cols < tile_cols) std::memset(d + cols, 0, sizeof(float) * static_cast<size_t>(tile_cols - cols));
     }
     dst += kb * tile_cols;
+  }
+}
+
+// Packs rows x kc of A into one micro-panel (dst[p*tile_rows + r]); f32 uses the ISA's packer.
+void PackA(const MicroKernelSet& ks, const float* a, int64_t lda, int rows, int64_t kc, float* dst) {
+  ks.pack_a(a, lda, rows, kc, dst);
+}
+void PackA(const MicroKernelSet& ks, const BF16* a, int64_t lda, int rows, int64_t kc, float* dst) {
+  const int mr = ks.tile_rows;
+  for (int r = 0; r < rows; ++r) {
+    const BF16* s = a + r * lda;
+    for (int64_t p = 0; p < kc; ++p) dst[p * mr + r] = Widen(s[p]);
   }
 }
 
@@ -105,8 +126,9 @@ struct Range {
 };
 
 // One thread's C[rows, cols] block with the full k reduction; no synchronisation needed.
+template <typename T>
 void ComputeBlock(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const MatmulShape& shape, Range rows,
-                  Range cols, const float* a, const float* b, float* c) {
+                  Range cols, const T* a, const T* b, float* c) {
   const int mr = ks.tile_rows;
   const int nr = ks.tile_cols;
   const int64_t lda = shape.k;
@@ -139,8 +161,8 @@ void ComputeBlock(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const Ma
       for (int64_t ic = rows.begin; ic < rows.end; ic += mc) {
         const int64_t mb = std::min(mc, rows.end - ic);
         for (int64_t ir = 0; ir < mb; ir += mr) {
-          ks.pack_a(a + (ic + ir) * lda + pc, lda, static_cast<int>(std::min<int64_t>(mr, mb - ir)), kb,
-                    a_pack + ir * kb);
+          PackA(ks, a + (ic + ir) * lda + pc, lda, static_cast<int>(std::min<int64_t>(mr, mb - ir)), kb,
+                a_pack + ir * kb);
         }
         for (int64_t jr = 0; jr < nb; jr += nr) {
           const int n_cols = static_cast<int>(std::min<int64_t>(nr, nb - jr));
@@ -184,8 +206,9 @@ void ChooseGrid(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const Matm
   }
 }
 
+template <typename T>
 Status Run(const MicroKernelSet& ks, const HardwareProfile& hw, const MatmulBlockSizes& bs,
-           const MatmulShape& shape, const float* a, const float* b, float* c, int threads) {
+           const MatmulShape& shape, const T* a, const T* b, float* c, int threads) {
   if (auto s = Validate(bs, shape, hw); !s) return s;
   if (threads < 1) return InvalidArgument("threads must be >= 1, got " + std::to_string(threads), "threads");
   if (shape.m == 0 || shape.n == 0) return {};
@@ -269,8 +292,14 @@ Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const float*
   return Run(HostSet(), CachedHardware(), bs, shape, a, b, c, threads);
 }
 
-Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a,
-                     const float* b, float* c, int threads) {
+Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const BF16* a, const BF16* b, float* c,
+              int threads) {
+  return Run(HostSet(), CachedHardware(), bs, shape, a, b, c, threads);
+}
+
+template <typename T>
+Status MatmulWithIsaT(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const T* a,
+                      const T* b, float* c, int threads) {
   const MicroKernelSet* s = SetForIsa(isa);
   if (s == nullptr) return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
   if (!HostCanRun(isa)) {
@@ -280,6 +309,16 @@ Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const Mat
   HardwareProfile hw = CachedHardware();
   hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
   return Run(*s, hw, bs, shape, a, b, c, threads);
+}
+
+Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a,
+                     const float* b, float* c, int threads) {
+  return MatmulWithIsaT(isa, bs, shape, a, b, c, threads);
+}
+
+Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const BF16* a,
+                     const BF16* b, float* c, int threads) {
+  return MatmulWithIsaT(isa, bs, shape, a, b, c, threads);
 }
 
 const char* MatmulIsa() { return HostSet().name; }

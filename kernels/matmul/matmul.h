@@ -1,6 +1,7 @@
-// matmul: C[m,n] = A[m,k] * B[k,n], f32, row-major and contiguous, cache-blocked (block_m x
-// block_k panels of A, block_k x block_n panels of B packed once per block) around a register-
-// blocked micro-kernel chosen at run time (AVX-512, AVX2+FMA, or portable C++).
+// matmul: C[m,n] = A[m,k] * B[k,n], row-major and contiguous, f32 or bf16 inputs with f32
+// accumulation and output; cache-blocked (block_m x block_k panels of A, block_k x block_n
+// panels of B packed once per block) around a register-blocked micro-kernel chosen at run time
+// (AVX-512, AVX2+FMA, or portable C++).
 #pragma once
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <string_view>
 
 #include "kernels/core/config.h"
+#include "kernels/core/dtype.h"
 #include "kernels/core/hardware.h"
 #include "kernels/core/kernel_spec.h"
 #include "kernels/core/result.h"
@@ -42,7 +44,12 @@ Status Validate(const MatmulBlockSizes& bs, const MatmulShape& shape, const Hard
 Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a, const float* b,
               float* c, int threads);
 
-// The plain oracle: triple loop with double accumulation.
+// bf16 inputs (storage only: widened to f32 while packing), f32 accumulation and output.
+Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const BF16* a, const BF16* b, float* c,
+              int threads);
+
+// The plain oracle: triple loop with double accumulation. For bf16 inputs, widen them to f32
+// first (the values are exact in f32) and call this.
 void MatmulReference(const MatmulShape& shape, const float* a, const float* b, float* c);
 
 // The micro-kernel in use on this CPU: "avx512", "avx2" or "portable".
@@ -61,6 +68,8 @@ MatmulTile MatmulTileFor(std::string_view isa);
 // that ISA's tile; an error if this CPU cannot run it. For tests and benchmarks.
 Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape,
                      const float* a, const float* b, float* c, int threads);
+Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape,
+                     const BF16* a, const BF16* b, float* c, int threads);
 
 // Verification tolerance for a reduction of length k over inputs in [-1, 1] (see spec.cc).
 Tolerance MatmulTolerance(int64_t k);

@@ -29,10 +29,14 @@ Tolerance MatmulTolerance(int64_t k) {
 
 namespace {
 
+// Inputs are drawn in f32 and, for bf16, rounded to bf16; the reference always consumes the
+// f32 values of exactly what the kernel reads, so both dtypes share one tolerance (the kernel
+// accumulates in f32 either way).
 class MatmulInstance final : public KernelInstance {
  public:
-  MatmulInstance(const MatmulShape& shape, uint64_t seed)
+  MatmulInstance(const MatmulShape& shape, DType dtype, uint64_t seed)
       : shape_(shape),
+        dtype_(dtype),
         a_(static_cast<size_t>(shape.m * shape.k)),
         b_(static_cast<size_t>(shape.k * shape.n)),
         c_(static_cast<size_t>(shape.m * shape.n)),
@@ -40,11 +44,18 @@ class MatmulInstance final : public KernelInstance {
     SplitMix64 rng(seed);
     for (float& x : a_) x = rng.NextSigned();
     for (float& x : b_) x = rng.NextSigned();
+    if (dtype_ == DType::kBF16) {
+      a16_.resize(a_.size());
+      b16_.resize(b_.size());
+      for (size_t i = 0; i < a_.size(); ++i) a_[i] = BF16ToFloat(a16_[i] = FloatToBF16(a_[i]));
+      for (size_t i = 0; i < b_.size(); ++i) b_[i] = BF16ToFloat(b16_[i] = FloatToBF16(b_[i]));
+    }
   }
 
   Status Run(const Config& config, int threads) override {
     auto bs = FromConfig<MatmulBlockSizes>(config);
     if (!bs) return std::unexpected(bs.error());
+    if (dtype_ == DType::kBF16) return Matmul(*bs, shape_, a16_.data(), b16_.data(), c_.data(), threads);
     return Matmul(*bs, shape_, a_.data(), b_.data(), c_.data(), threads);
   }
 
@@ -58,7 +69,9 @@ class MatmulInstance final : public KernelInstance {
 
  private:
   MatmulShape shape_;
-  std::vector<float> a_, b_, c_, ref_;
+  DType dtype_;
+  std::vector<float> a_, b_, c_, ref_;  // a_, b_: f32 values of the kernel's inputs
+  std::vector<BF16> a16_, b16_;         // bf16 storage when dtype_ is bf16
 };
 
 // Candidates measured on a 2-core Xeon (AVX-512, 48 KiB L1d, 2 MiB L2): the fast configs for
@@ -88,11 +101,11 @@ class MatmulSpecImpl final : public KernelSpec {
  public:
   std::string_view name() const override { return "matmul"; }
   std::string_view description() const override {
-    return "C[m,n] = A[m,k] * B[k,n], row-major f32, packed panels around a register-tiled micro-kernel";
+    return "C[m,n] = A[m,k] * B[k,n], row-major, f32 or bf16 inputs with f32 accumulation and output; packed panels around a register-tiled micro-kernel";
   }
   const std::vector<ParamSpec>& params() const override { return Params(); }
   const std::vector<DimSpec>& dims() const override { return Dims(); }
-  std::vector<DType> dtypes() const override { return {DType::kF32}; }
+  std::vector<DType> dtypes() const override { return {DType::kF32, DType::kBF16}; }
 
   // 96 x 512 x 256: multiples of every ISA's tile (96 = 8*12 = 16*6 = 24*4; 512 = 16*32), so the
   // default validates everywhere; A block 96 KiB and B panel 512 KiB sit in a 1-2 MiB L2, and
@@ -126,7 +139,7 @@ class MatmulSpecImpl final : public KernelSpec {
   }
 
   std::unique_ptr<KernelInstance> MakeInstance(const Problem& problem, uint64_t seed) const override {
-    return std::make_unique<MatmulInstance>(ShapeOf(problem), seed);
+    return std::make_unique<MatmulInstance>(ShapeOf(problem), problem.dtype, seed);
   }
 
   double Flops(const Problem& problem) const override {
@@ -136,7 +149,8 @@ class MatmulSpecImpl final : public KernelSpec {
 
   double Bytes(const Problem& problem) const override {
     const MatmulShape s = ShapeOf(problem);
-    return 4.0 * (double(s.m) * double(s.k) + double(s.k) * double(s.n) + double(s.m) * double(s.n));
+    const double in_bytes = DTypeBytes(problem.dtype);
+    return in_bytes * (double(s.m) * double(s.k) + double(s.k) * double(s.n)) + 4.0 * double(s.m) * double(s.n);
   }
 };
 

@@ -42,11 +42,12 @@ struct MatmulCase {
   MatmulShape shape;
   MatmulBlockSizes bs;
   int threads;
+  DType dtype;
 };
 
 std::string CaseName(const testing::TestParamInfo<MatmulCase>& info) {
   const MatmulCase& c = info.param;
-  return c.isa + "_m" + std::to_string(c.shape.m) + "_n" + std::to_string(c.shape.n) + "_k" +
+  return c.isa + "_" + std::string(DTypeName(c.dtype)) + "_m" + std::to_string(c.shape.m) + "_n" + std::to_string(c.shape.n) + "_k" +
          std::to_string(c.shape.k) + "_bm" + std::to_string(c.bs.block_m) + "_bn" + std::to_string(c.bs.block_n) +
          "_bk" + std::to_string(c.bs.block_k) + "_t" + std::to_string(c.threads);
 }
@@ -63,7 +64,9 @@ std::vector<MatmulCase> AllCases() {
     if (!HostRuns(isa)) continue;
     for (const auto& s : shapes) {
       for (const auto& b : blocks) {
-        for (int t : {1, 2, 3}) out.push_back({isa, s, b, t});
+        for (int t : {1, 2, 3}) {
+          for (DType d : {DType::kF32, DType::kBF16}) out.push_back({isa, s, b, t, d});
+        }
       }
     }
   }
@@ -75,12 +78,20 @@ class MatmulVsReference : public testing::TestWithParam<MatmulCase> {};
 TEST_P(MatmulVsReference, MatchesReference) {
   const MatmulCase& c = GetParam();
   const MatmulShape& s = c.shape;
-  const auto a = RandomVector(s.m * s.k, 1);
-  const auto b = RandomVector(s.k * s.n, 2);
+  auto a = RandomVector(s.m * s.k, 1);
+  auto b = RandomVector(s.k * s.n, 2);
   // NaN-filled output: an element the kernel forgets to write (or reads before writing) fails.
   std::vector<float> out(static_cast<size_t>(s.m * s.n), std::numeric_limits<float>::quiet_NaN());
   std::vector<float> ref(static_cast<size_t>(s.m * s.n));
-  ASSERT_TRUE(MatmulWithIsa(c.isa, c.bs, s, a.data(), b.data(), out.data(), c.threads).has_value());
+  if (c.dtype == DType::kBF16) {
+    // bf16 storage; the reference sees the same (exactly widened) values.
+    std::vector<BF16> a16(a.size()), b16(b.size());
+    for (size_t i = 0; i < a.size(); ++i) a[i] = BF16ToFloat(a16[i] = FloatToBF16(a[i]));
+    for (size_t i = 0; i < b.size(); ++i) b[i] = BF16ToFloat(b16[i] = FloatToBF16(b[i]));
+    ASSERT_TRUE(MatmulWithIsa(c.isa, c.bs, s, a16.data(), b16.data(), out.data(), c.threads).has_value());
+  } else {
+    ASSERT_TRUE(MatmulWithIsa(c.isa, c.bs, s, a.data(), b.data(), out.data(), c.threads).has_value());
+  }
   MatmulReference(s, a.data(), b.data(), ref.data());
   const VerifyReport r = Compare(out.data(), ref.data(), s.m * s.n, MatmulTolerance(s.k));
   EXPECT_TRUE(r.ok) << "mismatches " << r.mismatches << " non-finite " << r.non_finite << " max abs err "
@@ -226,7 +237,7 @@ TEST(MatmulSpec, Declarations) {
   ASSERT_EQ(spec.dims().size(), 3u);
   EXPECT_STREQ(spec.dims()[0].bucket.name, "m");
   EXPECT_EQ(spec.dims()[2].max_value, 65536);
-  EXPECT_EQ(spec.dtypes(), std::vector<DType>{DType::kF32});
+  EXPECT_EQ(spec.dtypes(), (std::vector<DType>{DType::kF32, DType::kBF16}));
   ASSERT_EQ(spec.params().size(), 3u);
   EXPECT_EQ(spec.params()[0].name, "block_m");
   EXPECT_EQ(spec.Flops(MakeProblem(2, 3, 4)), 48.0);
@@ -295,6 +306,20 @@ TEST(MatmulSpec, InstanceRunsVerifiesAndCatchesPoison) {
   EXPECT_EQ(poisoned.non_finite, poisoned.elements);
   // An invalid config is an error, not a crash.
   EXPECT_FALSE(inst->Run(ToConfig(MatmulBlockSizes{7, 64, 32}), 1).has_value());
+}
+
+TEST(MatmulSpec, Bf16InstanceRunsAndVerifies) {
+  const KernelSpec& spec = MatmulSpec();
+  const Config c = ToConfig(MatmulBlockSizes{24, 64, 32});
+  Problem p = spec.VerificationProblem(c, MakeProblem(128, 128, 128));
+  p.dtype = DType::kBF16;
+  EXPECT_TRUE(spec.ValidateProblem(p).has_value());
+  EXPECT_EQ(spec.Bytes(p), 2.0 * (37 * 45 + 45 * 77) + 4.0 * 37 * 77);
+  auto inst = spec.MakeInstance(p, 42);
+  inst->RunReference();
+  inst->PoisonOutputs();
+  ASSERT_TRUE(inst->Run(c, 2).has_value());
+  EXPECT_TRUE(inst->Verify().ok);
 }
 
 TEST(MatmulSpec, InstancesAreDeterministicInTheSeed) {

@@ -77,6 +77,11 @@ TEST(PlanSweep, ErrorsNameTheField) {
   ASSERT_FALSE(plans);
   EXPECT_EQ(plans.error().path, "shapes[3].n");
   r = FakeRequest();
+  r.dtype = DType::kBF16;  // the fake kernel is f32 only
+  plans = PlanSweep(r, spec, HardwareProfile::Detect(1));
+  ASSERT_FALSE(plans);
+  EXPECT_EQ(plans.error().path, "dtype");
+  r = FakeRequest();
   r.shapes.push_back(NamedInts({{"n", 4}, {"q", 1}}));
   plans = PlanSweep(r, spec, HardwareProfile::Detect(1));
   ASSERT_FALSE(plans);
