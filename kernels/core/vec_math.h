@@ -5,8 +5,9 @@
 //
 // Exp: x = n*ln2 + r with |r| <= ln2/2 (Cody-Waite split of ln2 so n*ln2_hi is exact), exp(r)
 // by a degree-6 polynomial (Taylor coefficients; truncation error < 2e-7 relative over the
-// interval), then scaled by 2^n. Inputs are clamped to [-103, 88.7]: exp(88.7) is just below
-// FLT_MAX and exp(-103) underflows to 0, so -inf (a masked score) gives 0, never NaN.
+// interval), then scaled by 2^n. Inputs are clamped to [-103, 88.7] (exp(88.7) is just below
+// FLT_MAX), and anything below -103 (a masked -inf score included) returns exactly 0: the
+// polynomial at the clamp would give a denormal ~1e-45, not 0, and never NaN.
 #pragma once
 
 #include <cmath>
@@ -30,13 +31,14 @@ inline constexpr float kLn2Lo = -2.12194440e-4f;     // ln2 - kLn2Hi
 inline constexpr float kC6 = 1.0f / 720.0f, kC5 = 1.0f / 120.0f, kC4 = 1.0f / 24.0f, kC3 = 1.0f / 6.0f, kC2 = 0.5f;
 
 inline float ExpScalar(float x) {
-  x = std::fmin(std::fmax(x, kExpMin), kExpMax);
-  return std::exp(x);
+  if (!(x >= kExpMin)) return 0.0f;
+  return std::exp(std::fmin(x, kExpMax));
 }
 
 #if defined(__x86_64__)
 
 __attribute__((target("avx512f"))) inline __m512 Exp(__m512 x) {
+  const __mmask16 underflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpMin), _CMP_LT_OQ);
   x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpMin)), _mm512_set1_ps(kExpMax));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
@@ -48,10 +50,11 @@ __attribute__((target("avx512f"))) inline __m512 Exp(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(kC2));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);  // p * 2^n, exact, flushes to 0 on underflow
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~underflow), _mm512_scalef_ps(p, n));  // p * 2^n
 }
 
 __attribute__((target("avx2,fma"))) inline __m256 Exp(__m256 x) {
+  const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(kExpMin), _CMP_GE_OQ);
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpMin)), _mm256_set1_ps(kExpMax));
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
@@ -70,7 +73,7 @@ __attribute__((target("avx2,fma"))) inline __m256 Exp(__m256 x) {
   const __m256i rest = _mm256_sub_epi32(ni, half);
   const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
   const __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(rest, _mm256_set1_epi32(127)), 23));
-  return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+  return _mm256_and_ps(_mm256_mul_ps(_mm256_mul_ps(p, s1), s2), keep);
 }
 
 __attribute__((target("avx512f"))) inline float ReduceMax(__m512 v) { return _mm512_reduce_max_ps(v); }
