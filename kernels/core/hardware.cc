@@ -64,4 +64,9 @@ HardwareProfile HardwareProfile::Detect(int threads) {
   return p;
 }
 
+const HardwareProfile& HostHardware() {
+  static const HardwareProfile kHost = HardwareProfile::Detect(1);
+  return kHost;
+}
+
 }  // namespace blocktune

@@ -27,4 +27,8 @@ struct HardwareProfile {
   static HardwareProfile Detect(int threads);
 };
 
+// This host's profile (threads = 1), detected once per process: kernels consult it on every
+// call (ISA dispatch, Validate), and Detect reads sysfs.
+const HardwareProfile& HostHardware();
+
 }  // namespace blocktune

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "kernels/core/parallel.h"
+#include "kernels/core/scratch.h"
 
 namespace blocktune::kernels {
 namespace {
@@ -25,11 +26,6 @@ constexpr int64_t kMaxDim = int64_t{1} << 31;
 // (2^21 flops is ~10 us on one AVX-512 core), so small problems use fewer threads.
 constexpr double kMinFlopsPerThread = double(1 << 21);
 
-const HardwareProfile& CachedHardware() {
-  static const HardwareProfile kHw = HardwareProfile::Detect(1);
-  return kHw;
-}
-
 const Ops* OpsForIsa(std::string_view isa) {
   if (isa == "avx512") return &flash_attention_internal::Avx512Ops();
   if (isa == "avx2") return &flash_attention_internal::Avx2Ops();
@@ -39,42 +35,18 @@ const Ops* OpsForIsa(std::string_view isa) {
 
 const Ops& HostOps() {
   static const Ops* kOps = [] {
-    const Ops* o = OpsForIsa(CachedHardware().cpu.isa);
+    const Ops* o = OpsForIsa(HostHardware().cpu.isa);
     return o != nullptr ? o : &flash_attention_internal::PortableOps();
   }();
   return *kOps;
 }
 
 bool HostCanRun(std::string_view isa) {
-  const std::string& host = CachedHardware().cpu.isa;
+  const std::string& host = HostHardware().cpu.isa;
   if (isa == "avx512") return host == "avx512";
   if (isa == "avx2") return host == "avx512" || host == "avx2";
   return isa == "base" || isa == "portable";
 }
-
-// A 64-byte aligned float buffer kept per thread: the pool's workers are persistent, so after
-// the first call of a given size no call allocates.
-class ScratchBuffer {
- public:
-  ScratchBuffer() = default;
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-  ~ScratchBuffer() { std::free(data_); }
-
-  float* Get(int64_t floats) {
-    if (floats > capacity_) {
-      std::free(data_);
-      const int64_t bytes = (floats * 4 + 4095) / 4096 * 4096;
-      data_ = static_cast<float*>(std::aligned_alloc(4096, static_cast<size_t>(bytes)));
-      capacity_ = data_ != nullptr ? bytes / 4 : 0;
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  int64_t capacity_ = 0;
-};
 
 thread_local ScratchBuffer t_scratch;
 
@@ -316,13 +288,13 @@ int64_t FlashAttentionScratchBytes(const FlashAttentionBlockSizes& bs, const Fla
 
 Status FlashAttention(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, const float* q,
                       const float* k, const float* v, float* o, float* lse, int threads, std::optional<float> scale) {
-  return Run(HostOps(), CachedHardware(), bs, shape, DType::kF32, q, k, v, o, lse, threads, scale);
+  return Run(HostOps(), HostHardware(), bs, shape, DType::kF32, q, k, v, o, lse, threads, scale);
 }
 
 Status FlashAttention(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, const uint16_t* q,
                       const uint16_t* k, const uint16_t* v, float* o, float* lse, int threads,
                       std::optional<float> scale) {
-  return Run(HostOps(), CachedHardware(), bs, shape, DType::kBF16, q, k, v, o, lse, threads, scale);
+  return Run(HostOps(), HostHardware(), bs, shape, DType::kBF16, q, k, v, o, lse, threads, scale);
 }
 
 Status FlashAttentionWithIsa(std::string_view isa, const FlashAttentionBlockSizes& bs,
@@ -334,7 +306,7 @@ Status FlashAttentionWithIsa(std::string_view isa, const FlashAttentionBlockSize
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
                      "isa");
   }
-  HardwareProfile hw = CachedHardware();
+  HardwareProfile hw = HostHardware();
   hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
   return Run(*ops, hw, bs, shape, dtype, q, k, v, o, lse, threads, scale);
 }

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kernels/core/parallel.h"
+#include "kernels/core/scratch.h"
 #include "kernels/core/vec_math.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/matmul/micro_kernel.h"
@@ -62,11 +63,6 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
-const HardwareProfile& CachedHardware() {
-  static const HardwareProfile kHw = HardwareProfile::Detect(1);
-  return kHw;
-}
-
 const MicroKernelSet* SetForIsa(std::string_view isa) {
   if (isa == "avx512") return &matmul_internal::Avx512Kernels();
   if (isa == "avx2") return &matmul_internal::Avx2Kernels();
@@ -75,7 +71,7 @@ const MicroKernelSet* SetForIsa(std::string_view isa) {
 }
 
 bool HostCanRun(std::string_view isa) {
-  const std::string& host = CachedHardware().cpu.isa;
+  const std::string& host = HostHardware().cpu.isa;
   if (isa == "avx512") return host == "avx512";
   if (isa == "avx2") return host == "avx512" || host == "avx2";
   return isa == "base" || isa == "portable";
@@ -213,30 +209,6 @@ const RowOps& RowOpsFor(std::string_view kernel_set_name) {
 // ---------------------------------------------------------------------------------------------
 // Scratch: 64-byte aligned, kept per thread (the pool's workers persist, so steady-state calls
 // do not allocate).
-
-class ScratchBuffer {
- public:
-  ScratchBuffer() = default;
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-  ~ScratchBuffer() { std::free(data_); }
-
-  float* Get(int64_t floats) {
-    if (floats > capacity_) {
-      std::free(data_);
-      // +16 floats of slack for the packers' 16-byte stores; 4 KiB multiple for aligned_alloc.
-      const int64_t bytes = ((floats + 16) * 4 + 4095) / 4096 * 4096;
-      data_ = static_cast<float*>(std::aligned_alloc(4096, static_cast<size_t>(bytes)));
-      capacity_ = data_ != nullptr ? bytes / 4 - 16 : 0;
-      if (data_ == nullptr) std::abort();  // out of memory: no exceptions in kernels
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  int64_t capacity_ = 0;
-};
 
 thread_local ScratchBuffer t_x_pack;    // x rows, A layout
 thread_local ScratchBuffer t_w_pack;    // w[:, cols], B layout
@@ -627,7 +599,7 @@ Status RunBackward(const MicroKernelSet& ks, const HardwareProfile& hw, const Fu
 
 const MicroKernelSet& HostSet() {
   static const MicroKernelSet* kSet = [] {
-    const MicroKernelSet* s = SetForIsa(CachedHardware().cpu.isa);
+    const MicroKernelSet* s = SetForIsa(HostHardware().cpu.isa);
     return s != nullptr ? s : &matmul_internal::PortableKernels();
   }();
   return *kSet;
@@ -640,7 +612,7 @@ Result<std::pair<const MicroKernelSet*, HardwareProfile>> ForcedIsa(std::string_
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
                      "isa");
   }
-  HardwareProfile hw = CachedHardware();
+  HardwareProfile hw = HostHardware();
   hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
   return std::make_pair(s, hw);
 }
@@ -719,13 +691,13 @@ int64_t FusedCrossEntropyScratchBytes(const FusedCrossEntropyBlockSizes& bs, con
 
 Status FusedCrossEntropyForward(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
                                 const FusedCrossEntropyInputs& in, float* loss, float* lse, int threads) {
-  return RunForward(HostSet(), CachedHardware(), bs, shape, in, loss, lse, threads);
+  return RunForward(HostSet(), HostHardware(), bs, shape, in, loss, lse, threads);
 }
 
 Status FusedCrossEntropyBackward(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
                                  const FusedCrossEntropyInputs& in, const float* lse, const float* dloss,
                                  float* dx, float* dw, int threads) {
-  return RunBackward(HostSet(), CachedHardware(), bs, shape, in, lse, dloss, dx, dw, threads);
+  return RunBackward(HostSet(), HostHardware(), bs, shape, in, lse, dloss, dx, dw, threads);
 }
 
 Status FusedCrossEntropyForwardWithIsa(std::string_view isa, const FusedCrossEntropyBlockSizes& bs,

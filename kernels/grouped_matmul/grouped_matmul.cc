@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "kernels/core/dtype.h"
+#include "kernels/core/scratch.h"
 #include "kernels/core/parallel.h"
 #include "kernels/grouped_matmul/grouped_matmul.h"
 #include "kernels/matmul/matmul.h"
@@ -220,50 +221,20 @@ const IsaOps* OpsForIsa(std::string_view isa) {
   return nullptr;
 }
 
-const HardwareProfile& CachedHardware() {
-  static const HardwareProfile kHw = HardwareProfile::Detect(1);
-  return kHw;
-}
-
 const IsaOps& HostOps() {
   static const IsaOps* kOps = [] {
-    const IsaOps* o = OpsForIsa(CachedHardware().cpu.isa);
+    const IsaOps* o = OpsForIsa(HostHardware().cpu.isa);
     return o != nullptr ? o : OpsForIsa("portable");
   }();
   return *kOps;
 }
 
 bool HostCanRun(std::string_view isa) {
-  const std::string& host = CachedHardware().cpu.isa;
+  const std::string& host = HostHardware().cpu.isa;
   if (isa == "avx512") return host == "avx512";
   if (isa == "avx2") return host == "avx512" || host == "avx2";
   return isa == "base" || isa == "portable";
 }
-
-// A 64-byte aligned buffer kept per thread (the pool's workers persist, so after the first call
-// of a given size no call allocates). matmul.cc has the same class file-private.
-class ScratchBuffer {
- public:
-  ScratchBuffer() = default;
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-  ~ScratchBuffer() { std::free(data_); }
-
-  float* Get(int64_t floats) {
-    if (floats > capacity_) {
-      std::free(data_);
-      // 4 KiB multiple for aligned_alloc; +16 floats for the packers' overhanging 16-byte stores.
-      const int64_t bytes = ((floats + 16) * 4 + 4095) / 4096 * 4096;
-      data_ = static_cast<float*>(std::aligned_alloc(4096, static_cast<size_t>(bytes)));
-      capacity_ = data_ != nullptr ? bytes / 4 - 16 : 0;
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  int64_t capacity_ = 0;
-};
 
 thread_local ScratchBuffer t_a_pack;
 thread_local ScratchBuffer t_b_pack;
@@ -502,7 +473,7 @@ Status RunWithIsa(std::string_view isa, const GroupedMatmulBlockSizes& bs, const
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
                      "isa");
   }
-  HardwareProfile hw = CachedHardware();
+  HardwareProfile hw = HostHardware();
   hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
   return Run(*ops, hw, bs, shape, group_sizes, lhs, rhs, out, threads);
 }
@@ -579,12 +550,12 @@ Status ValidateGroupSizes(const GroupedMatmulShape& shape, const int32_t* group_
 
 Status GroupedMatmul(const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape, const int32_t* group_sizes,
                      const float* lhs, const float* rhs, float* out, int threads) {
-  return Run(HostOps(), CachedHardware(), bs, shape, group_sizes, lhs, rhs, out, threads);
+  return Run(HostOps(), HostHardware(), bs, shape, group_sizes, lhs, rhs, out, threads);
 }
 
 Status GroupedMatmul(const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape, const int32_t* group_sizes,
                      const uint16_t* lhs, const uint16_t* rhs, float* out, int threads) {
-  return Run(HostOps(), CachedHardware(), bs, shape, group_sizes, lhs, rhs, out, threads);
+  return Run(HostOps(), HostHardware(), bs, shape, group_sizes, lhs, rhs, out, threads);
 }
 
 Status GroupedMatmulWithIsa(std::string_view isa, const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape,

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "kernels/core/parallel.h"
+#include "kernels/core/scratch.h"
 #include "kernels/matmul/matmul.h"
 #include "kernels/matmul/micro_kernel.h"
 
@@ -23,12 +24,6 @@ constexpr int64_t kMaxPanelBytes = int64_t{64} << 20;
 // (2^21 flops is ~10 us on one AVX-512 core), so small problems use fewer threads.
 constexpr double kMinFlopsPerThread = double(1 << 21);
 
-// Sysfs and CPUID are read once per process, not per call.
-const HardwareProfile& CachedHardware() {
-  static const HardwareProfile kHw = HardwareProfile::Detect(1);
-  return kHw;
-}
-
 const MicroKernelSet* SetForIsa(std::string_view isa) {
   if (isa == "avx512") return &matmul_internal::Avx512Kernels();
   if (isa == "avx2") return &matmul_internal::Avx2Kernels();
@@ -39,44 +34,18 @@ const MicroKernelSet* SetForIsa(std::string_view isa) {
 // The ISA the host runs; "avx512" already implies FMA on every CPU that has it.
 const MicroKernelSet& HostSet() {
   static const MicroKernelSet* kSet = [] {
-    const MicroKernelSet* s = SetForIsa(CachedHardware().cpu.isa);
+    const MicroKernelSet* s = SetForIsa(HostHardware().cpu.isa);
     return s != nullptr ? s : &matmul_internal::PortableKernels();
   }();
   return *kSet;
 }
 
 bool HostCanRun(std::string_view isa) {
-  const std::string& host = CachedHardware().cpu.isa;
+  const std::string& host = HostHardware().cpu.isa;
   if (isa == "avx512") return host == "avx512";
   if (isa == "avx2") return host == "avx512" || host == "avx2";
   return isa == "base" || isa == "portable";
 }
-
-// A 64-byte aligned buffer kept per thread (the pool's workers are persistent, so after the
-// first call of a given size no call allocates).
-class ScratchBuffer {
- public:
-  ScratchBuffer() = default;
-  ScratchBuffer(const ScratchBuffer&) = delete;
-  ScratchBuffer& operator=(const ScratchBuffer&) = delete;
-  ~ScratchBuffer() { std::free(data_); }
-
-  float* Get(int64_t floats) {
-    if (floats > capacity_) {
-      std::free(data_);
-      // Round to 4 KiB so aligned_alloc's size is a multiple of the alignment and small growths
-      // do not reallocate; +16 floats of slack for the packers' 16-byte overhanging stores.
-      const int64_t bytes = ((floats + 16) * 4 + 4095) / 4096 * 4096;
-      data_ = static_cast<float*>(std::aligned_alloc(4096, static_cast<size_t>(bytes)));
-      capacity_ = data_ != nullptr ? bytes / 4 - 16 : 0;
-    }
-    return data_;
-  }
-
- private:
-  float* data_ = nullptr;
-  int64_t capacity_ = 0;
-};
 
 thread_local ScratchBuffer t_a_buffer;
 thread_local ScratchBuffer t_b_buffer;
@@ -289,12 +258,12 @@ Status Validate(const MatmulBlockSizes& bs, const MatmulShape& shape, const Hard
 
 Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a, const float* b, float* c,
               int threads) {
-  return Run(HostSet(), CachedHardware(), bs, shape, a, b, c, threads);
+  return Run(HostSet(), HostHardware(), bs, shape, a, b, c, threads);
 }
 
 Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const BF16* a, const BF16* b, float* c,
               int threads) {
-  return Run(HostSet(), CachedHardware(), bs, shape, a, b, c, threads);
+  return Run(HostSet(), HostHardware(), bs, shape, a, b, c, threads);
 }
 
 template <typename T>
@@ -306,7 +275,7 @@ Status MatmulWithIsaT(std::string_view isa, const MatmulBlockSizes& bs, const Ma
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
                      "isa");
   }
-  HardwareProfile hw = CachedHardware();
+  HardwareProfile hw = HostHardware();
   hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
   return Run(*s, hw, bs, shape, a, b, c, threads);
 }

@@ -30,11 +30,6 @@ constexpr double kMinFlopsPerThread = double(1 << 21);
 // Largest head_dim: the AVX-512 path keeps one mask per 16-float chunk in a 64-entry array.
 constexpr int64_t kMaxHeadDim = 1024;
 
-const HardwareProfile& CachedHardware() {
-  static const HardwareProfile kHw = HardwareProfile::Detect(1);
-  return kHw;
-}
-
 using ItemFn = void (*)(const Context&, const WorkItem&);
 
 ItemFn FnForIsa(std::string_view isa) {
@@ -45,14 +40,14 @@ ItemFn FnForIsa(std::string_view isa) {
 }
 
 bool HostCanRun(std::string_view isa) {
-  const std::string& host = CachedHardware().cpu.isa;
+  const std::string& host = HostHardware().cpu.isa;
   if (isa == "avx512") return host == "avx512";
   if (isa == "avx2") return host == "avx512" || host == "avx2";
   return isa == "base" || isa == "portable";
 }
 
 const char* HostIsaName() {
-  const std::string& host = CachedHardware().cpu.isa;
+  const std::string& host = HostHardware().cpu.isa;
   if (host == "avx512") return "avx512";
   if (host == "avx2") return "avx2";
   return "portable";
@@ -502,7 +497,7 @@ Status ValidateMetadata(const RaggedPagedAttentionShape& shape, const RaggedPage
 
 Status RaggedPagedAttention(const RaggedPagedAttentionBlockSizes& bs, const RaggedPagedAttentionShape& shape,
                             const RaggedPagedAttentionInputs& in, float* out, int threads) {
-  return RunWith(FnForIsa(HostIsaName()), CachedHardware(), bs, shape, in, out, threads);
+  return RunWith(FnForIsa(HostIsaName()), HostHardware(), bs, shape, in, out, threads);
 }
 
 Status RaggedPagedAttentionWithIsa(std::string_view isa, const RaggedPagedAttentionBlockSizes& bs,
@@ -514,7 +509,7 @@ Status RaggedPagedAttentionWithIsa(std::string_view isa, const RaggedPagedAttent
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " path",
                      "isa");
   }
-  return RunWith(fn, CachedHardware(), bs, shape, in, out, threads);
+  return RunWith(fn, HostHardware(), bs, shape, in, out, threads);
 }
 
 const char* RaggedPagedAttentionIsa() { return HostIsaName(); }
