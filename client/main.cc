@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -336,11 +337,21 @@ int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a,
   double log_sum = 0;
   int count = 0;
   const Config default_config = spec.DefaultConfig();
-  if (!c.json) {
-    std::printf("%-28s %-44s %12s %12s %8s\n", "bucket", "tuned config", "default ms", "tuned ms", "speedup");
-  }
+  std::vector<const tuner::TunedEntry*> mine;
+  int bucket_width = 6;
+  int config_width = 12;
   for (const auto& e : *rows) {
     if (e.kernel != spec.name() || e.hardware_key != hw.Key() || e.dtype != dtype) continue;
+    mine.push_back(&e);
+    bucket_width = std::max(bucket_width, static_cast<int>(e.bucket.size()));
+    config_width = std::max(config_width, static_cast<int>(e.config.ToString().size()));
+  }
+  if (!c.json) {
+    std::printf("%-*s  %-*s %12s %12s %8s\n", bucket_width, "bucket", config_width, "tuned config", "default ms",
+                "tuned ms", "speedup");
+  }
+  for (const tuner::TunedEntry* row : mine) {
+    const tuner::TunedEntry& e = *row;
     auto problem = spec.ProblemFromBucket(dtype, e.bucket);
     if (!problem) continue;
     auto inst = spec.MakeInstance(*problem, 1);
@@ -359,8 +370,8 @@ int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a,
       out.push_back({{"bucket", e.bucket}, {"tuned_config", wire::EncodeConfig(e.config)}, {"default_ns", def_ns},
                      {"tuned_ns", tuned_ns}, {"speedup", speedup}});
     } else {
-      std::printf("%-28s %-44s %12.3f %12.3f %7.2fx\n", e.bucket.c_str(), e.config.ToString().c_str(), def_ns / 1e6,
-                  tuned_ns / 1e6, speedup);
+      std::printf("%-*s  %-*s %12.3f %12.3f %7.2fx\n", bucket_width, e.bucket.c_str(), config_width,
+                  e.config.ToString().c_str(), def_ns / 1e6, tuned_ns / 1e6, speedup);
     }
   }
   if (count == 0) return Fail(kExitFailed, "the checked-in table has no " + std::string(spec.name()) + " rows for " + hw.Key());
