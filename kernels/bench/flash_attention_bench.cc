@@ -25,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/bench/bench_args.h"
 #include "kernels/core/parallel.h"
 #include "kernels/core/random.h"
 #include "kernels/core/vec_math.h"
@@ -33,16 +34,10 @@
 namespace blocktune::kernels {
 namespace {
 
-std::vector<int64_t> ParseInts(std::string_view text) {
-  std::vector<int64_t> out;
-  while (!text.empty()) {
-    out.push_back(std::atoll(std::string(text.substr(0, text.find(','))).c_str()));
-    const size_t comma = text.find(',');
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
+using bench::ParseInts;
+using bench::ParseTriples;
+using bench::SplitList;
+using bench::Triple;
 
 std::vector<FlashAttentionBlockSizes> ParsePairs(std::string_view text) {
   std::vector<FlashAttentionBlockSizes> out;

@@ -24,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/bench/bench_args.h"
 #include "kernels/core/parallel.h"
 #include "kernels/core/random.h"
 #include "kernels/core/vec_math.h"
@@ -32,35 +33,12 @@
 namespace blocktune::kernels {
 namespace {
 
+using bench::ParseInts;
+using bench::ParseTriples;
+using bench::SplitList;
+using bench::Triple;
+
 constexpr float kZ = 1e-4f;
-
-struct Triple {
-  int64_t x = 0, y = 0, z = 0;
-};
-
-std::vector<Triple> ParseTriples(std::string_view text) {
-  std::vector<Triple> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    const std::string item(text.substr(0, comma));
-    Triple t;
-    if (std::sscanf(item.c_str(), "%ldx%ldx%ld", &t.x, &t.y, &t.z) == 3) out.push_back(t);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
-std::vector<std::string> ParseList(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    out.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
 
 // Shared inputs per shape (the big shape's w is 128 MiB: built once, not per benchmark).
 struct Operands {
@@ -228,9 +206,9 @@ int Main(int argc, char** argv) {
     if (arg.starts_with("--shapes=")) {
       shapes = ParseTriples(arg.substr(9));
     } else if (arg.starts_with("--threads=")) {
-      thread_counts = ParseList(arg.substr(10));
+      thread_counts = SplitList(arg.substr(10));
     } else if (arg.starts_with("--modes=")) {
-      modes = ParseList(arg.substr(8));
+      modes = SplitList(arg.substr(8));
     } else if (arg.starts_with("--configs=")) {
       configs = ParseTriples(arg.substr(10));
     } else if (arg == "--no_unfused") {

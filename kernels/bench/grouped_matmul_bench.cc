@@ -27,11 +27,17 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/bench/bench_args.h"
 #include "kernels/core/dtype.h"
 #include "kernels/grouped_matmul/grouped_matmul.h"
 
 namespace blocktune::kernels {
 namespace {
+
+using bench::ParseInts;
+using bench::ParseTriples;
+using bench::SplitList;
+using bench::Triple;
 
 struct Layout {
   std::string name;
@@ -52,34 +58,6 @@ std::vector<Layout> AllLayouts(const std::vector<int>& uniform_sizes) {
   for (int rows : uniform_sizes) {
     out.push_back({"uniform_g64_s" + std::to_string(rows), {64 * rows, 1024, 1024, 64},
                    std::vector<int32_t>(64, rows)});
-  }
-  return out;
-}
-
-struct Triple {
-  int64_t x = 0, y = 0, z = 0;
-};
-
-std::vector<Triple> ParseTriples(std::string_view text) {
-  std::vector<Triple> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    const std::string item(text.substr(0, comma));
-    Triple t;
-    if (std::sscanf(item.c_str(), "%ldx%ldx%ld", &t.x, &t.y, &t.z) == 3) out.push_back(t);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
-std::vector<std::string> ParseNames(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    out.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
   }
   return out;
 }
@@ -209,14 +187,14 @@ int Main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg.starts_with("--shapes=")) {
-      shape_names = ParseNames(arg.substr(9));
+      shape_names = SplitList(arg.substr(9));
     } else if (arg.starts_with("--threads=")) {
       thread_counts.clear();
-      for (const std::string& t : ParseNames(arg.substr(10))) thread_counts.push_back(std::atoi(t.c_str()));
+      for (const std::string& t : SplitList(arg.substr(10))) thread_counts.push_back(std::atoi(t.c_str()));
     } else if (arg.starts_with("--configs=")) {
       configs = ParseTriples(arg.substr(10));
     } else if (arg.starts_with("--uniform=")) {
-      for (const std::string& t : ParseNames(arg.substr(10))) uniform_sizes.push_back(std::atoi(t.c_str()));
+      for (const std::string& t : SplitList(arg.substr(10))) uniform_sizes.push_back(std::atoi(t.c_str()));
     } else if (arg == "--no_padded") {
       padded = false;
     } else if (arg == "--no_bf16") {

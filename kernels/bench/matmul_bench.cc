@@ -17,38 +17,16 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/bench/bench_args.h"
 #include "kernels/matmul/matmul.h"
 
 namespace blocktune::kernels {
 namespace {
 
-struct Triple {
-  int64_t x = 0, y = 0, z = 0;
-};
-
-std::vector<Triple> ParseTriples(std::string_view text) {
-  std::vector<Triple> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    const std::string item(text.substr(0, comma));
-    Triple t;
-    if (std::sscanf(item.c_str(), "%ldx%ldx%ld", &t.x, &t.y, &t.z) == 3) out.push_back(t);
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
-
-std::vector<int> ParseInts(std::string_view text) {
-  std::vector<int> out;
-  while (!text.empty()) {
-    out.push_back(std::atoi(std::string(text.substr(0, text.find(','))).c_str()));
-    const size_t comma = text.find(',');
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
+using bench::ParseInts;
+using bench::ParseTriples;
+using bench::SplitList;
+using bench::Triple;
 
 struct Operands {
   explicit Operands(const MatmulShape& s)
@@ -109,7 +87,7 @@ int Main(int argc, char** argv) {
     if (arg.starts_with("--shapes=")) {
       shapes = ParseTriples(arg.substr(9));
     } else if (arg.starts_with("--threads=")) {
-      thread_counts = ParseInts(arg.substr(10));
+      thread_counts = ParseInts<int>(arg.substr(10));
     } else if (arg.starts_with("--configs=")) {
       configs = ParseTriples(arg.substr(10));
     } else if (arg == "--sweep") {
