@@ -39,8 +39,6 @@ namespace {
 
 using matmul_internal::MicroKernelSet;
 
-// As in matmul: a packed panel above 64 MiB is a typo (32x the L2, allocated per thread).
-constexpr int64_t kMaxPanelBytes = int64_t{64} << 20;
 // Below this many flops per thread a worker wake-up (~2-10 us) costs more than it saves.
 constexpr double kMinFlopsPerThread = double(1 << 21);
 // Groups of at most kDirectMaxGroupRows rows use the direct kernel (rhs read in place, no B
@@ -481,45 +479,7 @@ Status RunWithIsa(std::string_view isa, const GroupedMatmulBlockSizes& bs, const
 }  // namespace
 
 Status Validate(const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape, const HardwareProfile& hw) {
-  const MatmulTile tile = MatmulTileFor(hw.cpu.isa);
-  const std::pair<const char*, int64_t> params[] = {
-      {"tile_m", bs.tile_m}, {"tile_k", bs.tile_k}, {"tile_n", bs.tile_n}};
-  for (const auto& [name, value] : params) {
-    if (value <= 0) {
-      return InvalidArgument(std::string(name) + " must be positive, got " + std::to_string(value),
-                             std::string("config.") + name);
-    }
-    // Keeps the products below well inside int64 and the panels inside kMaxPanelBytes.
-    if (value > (int64_t{1} << 24)) {
-      return InvalidArgument(std::string(name) + " must be at most 16777216, got " + std::to_string(value),
-                             std::string("config.") + name);
-    }
-  }
-  // A tile that is not a whole number of micro-tiles leaves a partial micro-tile in every tile,
-  // not just at a group's edge: correct, but up to a micro-tile wasted per tile.
-  if (bs.tile_m % tile.rows != 0) {
-    return InvalidArgument("tile_m must be a multiple of the " + hw.cpu.isa + " micro-tile rows (" +
-                               std::to_string(tile.rows) + "), got " + std::to_string(bs.tile_m),
-                           "config.tile_m");
-  }
-  if (bs.tile_n % tile.cols != 0) {
-    return InvalidArgument("tile_n must be a multiple of the " + hw.cpu.isa + " micro-tile columns (" +
-                               std::to_string(tile.cols) + "), got " + std::to_string(bs.tile_n),
-                           "config.tile_n");
-  }
-  int64_t limit = kMaxPanelBytes;
-  if (hw.l3_bytes > 0) limit = std::min(limit, hw.l3_bytes);
-  const std::string limit_text = std::to_string(limit >> 10) + " KiB";
-  if (bs.tile_k * bs.tile_n * 4 > limit) {
-    return InvalidArgument("packed B panel tile_k*tile_n*4 = " + std::to_string(bs.tile_k * bs.tile_n * 4 >> 10) +
-                               " KiB exceeds " + limit_text + " (min of L3 and 64 MiB)",
-                           "config.tile_n");
-  }
-  if (bs.tile_m * bs.tile_k * 4 > limit) {
-    return InvalidArgument("packed A block tile_m*tile_k*4 = " + std::to_string(bs.tile_m * bs.tile_k * 4 >> 10) +
-                               " KiB exceeds " + limit_text + " (min of L3 and 64 MiB)",
-                           "config.tile_m");
-  }
+  if (auto s = ValidateGemmBlocking({"tile_m", bs.tile_m, "tile_n", bs.tile_n, "tile_k", bs.tile_k}, hw); !s) return s;
   const std::pair<const char*, int64_t> dims[] = {
       {"m", shape.m}, {"k", shape.k}, {"n", shape.n}, {"groups", shape.groups}};
   for (const auto& [name, value] : dims) {

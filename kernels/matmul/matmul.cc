@@ -206,10 +206,9 @@ MatmulTile MatmulTileFor(std::string_view isa) {
   return MatmulTile{s->tile_rows, s->tile_cols};
 }
 
-Status Validate(const MatmulBlockSizes& bs, const MatmulShape& shape, const HardwareProfile& hw) {
+Status ValidateGemmBlocking(const GemmBlocking& g, const HardwareProfile& hw) {
   const MatmulTile tile = MatmulTileFor(hw.cpu.isa);
-  const std::pair<const char*, int64_t> params[] = {
-      {"block_m", bs.block_m}, {"block_n", bs.block_n}, {"block_k", bs.block_k}};
+  const std::pair<const char*, int64_t> params[] = {{g.rows_name, g.rows}, {g.cols_name, g.cols}, {g.depth_name, g.depth}};
   for (const auto& [name, value] : params) {
     if (value <= 0) {
       return InvalidArgument(std::string(name) + " must be positive, got " + std::to_string(value),
@@ -223,28 +222,37 @@ Status Validate(const MatmulBlockSizes& bs, const MatmulShape& shape, const Hard
   }
   // A block that is not a whole number of micro-tiles leaves a partial tile in every block, not
   // just at the matrix edge: the kernel stays correct but wastes up to a tile per block.
-  if (bs.block_m % tile.rows != 0) {
-    return InvalidArgument("block_m must be a multiple of the " + hw.cpu.isa + " micro-tile rows (" +
-                               std::to_string(tile.rows) + "), got " + std::to_string(bs.block_m),
-                           "config.block_m");
+  if (g.rows % tile.rows != 0) {
+    return InvalidArgument(std::string(g.rows_name) + " must be a multiple of the " + hw.cpu.isa + " micro-tile rows (" +
+                               std::to_string(tile.rows) + "), got " + std::to_string(g.rows),
+                           std::string("config.") + g.rows_name);
   }
-  if (bs.block_n % tile.cols != 0) {
-    return InvalidArgument("block_n must be a multiple of the " + hw.cpu.isa + " micro-tile columns (" +
-                               std::to_string(tile.cols) + "), got " + std::to_string(bs.block_n),
-                           "config.block_n");
+  if (g.cols % tile.cols != 0) {
+    return InvalidArgument(std::string(g.cols_name) + " must be a multiple of the " + hw.cpu.isa +
+                               " micro-tile columns (" + std::to_string(tile.cols) + "), got " + std::to_string(g.cols),
+                           std::string("config.") + g.cols_name);
   }
   int64_t limit = kMaxPanelBytes;
   if (hw.l3_bytes > 0) limit = std::min(limit, hw.l3_bytes);
   const std::string limit_text = std::to_string(limit >> 10) + " KiB";
-  if (bs.block_k * bs.block_n * 4 > limit) {
-    return InvalidArgument("packed B panel block_k*block_n*4 = " + std::to_string(bs.block_k * bs.block_n * 4 >> 10) +
-                               " KiB exceeds " + limit_text + " (min of L3 and 64 MiB)",
-                           "config.block_n");
+  if (g.depth * g.cols * 4 > limit) {
+    return InvalidArgument("packed B panel " + std::string(g.depth_name) + "*" + g.cols_name + "*4 = " +
+                               std::to_string(g.depth * g.cols * 4 >> 10) + " KiB exceeds " + limit_text +
+                               " (min of L3 and 64 MiB)",
+                           std::string("config.") + g.cols_name);
   }
-  if (bs.block_m * bs.block_k * 4 > limit) {
-    return InvalidArgument("packed A panel block_m*block_k*4 = " + std::to_string(bs.block_m * bs.block_k * 4 >> 10) +
-                               " KiB exceeds " + limit_text + " (min of L3 and 64 MiB)",
-                           "config.block_m");
+  if (g.rows * g.depth * 4 > limit) {
+    return InvalidArgument("packed A panel " + std::string(g.rows_name) + "*" + g.depth_name + "*4 = " +
+                               std::to_string(g.rows * g.depth * 4 >> 10) + " KiB exceeds " + limit_text +
+                               " (min of L3 and 64 MiB)",
+                           std::string("config.") + g.rows_name);
+  }
+  return {};
+}
+
+Status Validate(const MatmulBlockSizes& bs, const MatmulShape& shape, const HardwareProfile& hw) {
+  if (auto s = ValidateGemmBlocking({"block_m", bs.block_m, "block_n", bs.block_n, "block_k", bs.block_k}, hw); !s) {
+    return s;
   }
   const std::pair<const char*, int64_t> dims[] = {{"m", shape.m}, {"n", shape.n}, {"k", shape.k}};
   for (const auto& [name, value] : dims) {

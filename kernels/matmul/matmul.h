@@ -71,6 +71,21 @@ Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const Mat
 Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape,
                      const BF16* a, const BF16* b, float* c, int threads);
 
+// The blocking checks every kernel built on these micro-kernels shares: each block positive and
+// at most 2^24, rows and columns multiples of the ISA's micro-tile (a partial micro-tile in
+// every block wastes up to a tile per block), and packed A (rows x depth) and B (depth x cols)
+// panels within min(L3, 64 MiB). Names are the caller's parameters, used in messages and in
+// Error::path ("config.<name>").
+struct GemmBlocking {
+  const char* rows_name;
+  int64_t rows;
+  const char* cols_name;
+  int64_t cols;
+  const char* depth_name;
+  int64_t depth;
+};
+Status ValidateGemmBlocking(const GemmBlocking& blocking, const HardwareProfile& hw);
+
 // Verification tolerance for a reduction of length k over inputs in [-1, 1] (see spec.cc).
 Tolerance MatmulTolerance(int64_t k);
 
