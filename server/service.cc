@@ -3,6 +3,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include "tables/codegen/codegen.h"
+
 namespace blocktune::server {
 
 Service::Service(std::unique_ptr<store::Store> store, ServiceOptions options)
@@ -13,6 +15,9 @@ Service::Service(std::unique_ptr<store::Store> store, ServiceOptions options)
 Service::~Service() { Stop(); }
 
 Status Service::Start() {
+  auto checked_in = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
+  if (!checked_in) return std::unexpected(checked_in.error());
+  checked_in_ = std::move(*checked_in);
   if (auto s = store_->RequeueRunningSweeps(); !s) return s;
   if (auto s = ReloadSnapshot(); !s) return s;
   runner_ = std::thread([this] { RunnerLoop(); });
@@ -38,7 +43,9 @@ std::string Service::HostKey(int threads) const {
 Status Service::ReloadSnapshot() {
   auto rows = store_->ListTunedEntries();
   if (!rows) return std::unexpected(rows.error());
-  auto snap = std::make_shared<const std::vector<tuner::TunedEntry>>(std::move(*rows));
+  // The checked-in table is the base layer, so a fresh daemon already answers with what the
+  // project ships; rows measured into this database replace those with the same key.
+  auto snap = std::make_shared<const std::vector<tuner::TunedEntry>>(codegen::Merge(checked_in_, *rows));
   std::unique_lock lock(snapshot_mu_);
   snapshot_ = std::move(snap);
   return {};

@@ -1,5 +1,6 @@
 // Service: the daemon's state behind the HTTP routes. It owns the store, an in-memory snapshot
-// of tuned entries that lookups read (so a lookup never waits on SQLite or on a sweep's write
+// of tuned entries that lookups read (the checked-in table overlaid with this database's rows,
+// so a fresh daemon already serves what the project ships; and a lookup never waits on SQLite or on a sweep's write
 // transaction), and the job runner: one background thread that takes queued sweeps from the
 // database oldest first and runs them. Sweeps never run on an HTTP thread.
 #pragma once
@@ -52,6 +53,7 @@ class Service {
   ServiceOptions options_;
   HardwareProfile host_;  // detected once at start; threads set per sweep
 
+  std::vector<tuner::TunedEntry> checked_in_;  // tables/tuned_entries.jsonl as built in
   std::shared_mutex snapshot_mu_;
   std::shared_ptr<const std::vector<tuner::TunedEntry>> snapshot_;
 

@@ -1,10 +1,16 @@
-// The wire codec: request decoding names the offending field; guards reject oversized and
+// The wire codec and the service: request decoding names the offending field; guards reject oversized and
 // deeply nested bodies before nlohmann parses them; encodings keep parameter order.
 #include "server/codec.h"
 
 #include <gtest/gtest.h>
 
 #include "server/http.h"
+#include "server/service.h"
+#include "tables/codegen/codegen.h"
+
+#include <unistd.h>
+
+#include <cstdio>
 
 namespace blocktune::wire {
 namespace {
@@ -122,3 +128,33 @@ TEST(Http, EveryMutatingRouteIsMarked) {
 
 }  // namespace
 }  // namespace blocktune::wire
+
+namespace blocktune::server {
+namespace {
+
+// A daemon with an empty database serves the checked-in table; its own measurements win.
+TEST(Service, ServesTheCheckedInTableUnderTheDatabase) {
+  auto rows = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
+  ASSERT_TRUE(rows);
+  ASSERT_FALSE(rows->empty()) << "the checked-in table is empty";
+  const tuner::TunedEntry row = rows->front();
+  const std::string path = ::testing::TempDir() + "/service_test_" + std::to_string(getpid()) + ".db";
+  auto store = store::Store::Open(path);
+  ASSERT_TRUE(store) << store.error().ToString();
+  Service service(std::move(*store), ServiceOptions{});
+  ASSERT_TRUE(service.Start());
+  const KernelSpec* spec = FindKernel(row.kernel);
+  ASSERT_NE(spec, nullptr);
+  auto problem = spec->ProblemFromBucket(row.dtype, row.bucket);
+  ASSERT_TRUE(problem);
+  auto answer = service.Lookup(row.kernel, tuner::LookupQuery{row.dtype, problem->dims, row.hardware_key}, 1);
+  ASSERT_TRUE(answer) << answer.error().ToString();
+  EXPECT_EQ(answer->source, tables::Source::kTuned);
+  EXPECT_EQ(answer->config, row.config);
+  EXPECT_EQ(answer->sweep_id, row.sweep_id);
+  service.Stop();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace blocktune::server
