@@ -35,6 +35,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "kernels/bench/bench_args.h"
 #include "kernels/core/parallel.h"
 #include "kernels/flash_attention/flash_attention.h"
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
@@ -42,16 +43,7 @@
 namespace blocktune::kernels {
 namespace {
 
-std::vector<std::string> Split(std::string_view text) {
-  std::vector<std::string> out;
-  while (!text.empty()) {
-    const size_t comma = text.find(',');
-    out.emplace_back(text.substr(0, comma));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return out;
-}
+using bench::SplitList;
 
 struct NamedProblem {
   std::string name;
@@ -252,10 +244,10 @@ int Main(int argc, char** argv) {
     const std::string_view arg = argv[i];
     if (arg.starts_with("--threads=")) {
       thread_counts.clear();
-      for (const auto& t : Split(arg.substr(10))) thread_counts.push_back(std::atoi(t.c_str()));
+      for (const auto& t : SplitList(arg.substr(10))) thread_counts.push_back(std::atoi(t.c_str()));
     } else if (arg.starts_with("--dtypes=")) {
       dtypes.clear();
-      for (const auto& t : Split(arg.substr(9))) {
+      for (const auto& t : SplitList(arg.substr(9))) {
         if (auto d = ParseDType(t)) dtypes.push_back(*d);
       }
     } else if (arg == "--sweep") {

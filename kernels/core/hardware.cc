@@ -69,4 +69,11 @@ const HardwareProfile& HostHardware() {
   return kHost;
 }
 
+bool HostCanRun(std::string_view isa) {
+  const std::string& host = HostHardware().cpu.isa;
+  if (isa == "avx512") return host == "avx512";
+  if (isa == "avx2") return host == "avx512" || host == "avx2";
+  return isa == "base" || isa == "portable";
+}
+
 }  // namespace blocktune

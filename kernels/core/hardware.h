@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "blocktune/tables/resolve.h"
@@ -30,5 +31,9 @@ struct HardwareProfile {
 // This host's profile (threads = 1), detected once per process: kernels consult it on every
 // call (ISA dispatch, Validate), and Detect reads sysfs.
 const HardwareProfile& HostHardware();
+
+// Whether this host can run code built for an ISA level ("avx512", "avx2", "base"; "portable"
+// is the kernels' name for "base"): AVX-512 hosts also run AVX2 code, every host runs base.
+bool HostCanRun(std::string_view isa);
 
 }  // namespace blocktune

@@ -41,13 +41,6 @@ const Ops& HostOps() {
   return *kOps;
 }
 
-bool HostCanRun(std::string_view isa) {
-  const std::string& host = HostHardware().cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return isa == "base" || isa == "portable";
-}
-
 thread_local ScratchBuffer t_scratch;
 
 constexpr int64_t RoundUp16(int64_t n) { return (n + 15) / 16 * 16; }

@@ -70,13 +70,6 @@ const MicroKernelSet* SetForIsa(std::string_view isa) {
   return nullptr;
 }
 
-bool HostCanRun(std::string_view isa) {
-  const std::string& host = HostHardware().cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return isa == "base" || isa == "portable";
-}
-
 // ---------------------------------------------------------------------------------------------
 // Row passes over a logits tile (rows x cols valid, leading dimension ld).
 

@@ -227,13 +227,6 @@ const IsaOps& HostOps() {
   return *kOps;
 }
 
-bool HostCanRun(std::string_view isa) {
-  const std::string& host = HostHardware().cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return isa == "base" || isa == "portable";
-}
-
 thread_local ScratchBuffer t_a_pack;
 thread_local ScratchBuffer t_b_pack;
 thread_local ScratchBuffer t_a_f32;  // bf16 lhs rows widened to f32 before packing

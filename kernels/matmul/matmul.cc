@@ -40,13 +40,6 @@ const MicroKernelSet& HostSet() {
   return *kSet;
 }
 
-bool HostCanRun(std::string_view isa) {
-  const std::string& host = HostHardware().cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return isa == "base" || isa == "portable";
-}
-
 thread_local ScratchBuffer t_a_buffer;
 thread_local ScratchBuffer t_b_buffer;
 

@@ -39,13 +39,6 @@ ItemFn FnForIsa(std::string_view isa) {
   return nullptr;
 }
 
-bool HostCanRun(std::string_view isa) {
-  const std::string& host = HostHardware().cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return isa == "base" || isa == "portable";
-}
-
 const char* HostIsaName() {
   const std::string& host = HostHardware().cpu.isa;
   if (host == "avx512") return "avx512";

@@ -27,13 +27,6 @@ HardwareProfile HwWithIsa(const std::string& isa) {
   return hw;
 }
 
-bool HostRuns(const std::string& isa) {
-  const std::string host = HardwareProfile::Detect(1).cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return true;
-}
-
 FlashAttentionShape MakeShape(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d, bool causal) {
   FlashAttentionShape s;
   s.batch = b;
@@ -142,7 +135,7 @@ std::vector<Case> AllCases() {
   const FlashAttentionBlockSizes blocks[] = {{16, 16}, {32, 48}, {64, 128}, {256, 512}};
   std::vector<Case> out;
   for (const char* isa : {"avx512", "avx2", "portable"}) {
-    if (!HostRuns(isa)) continue;
+    if (!HostCanRun(isa)) continue;
     for (const NamedShape& s : Shapes()) {
       for (const auto& b : blocks) {
         for (DType dt : {DType::kF32, DType::kBF16}) {
@@ -181,7 +174,7 @@ INSTANTIATE_TEST_SUITE_P(Shapes, FlashAttentionVsReference, testing::ValuesIn(Al
 // shapes above do not hit (e.g. a block whose last key is one past the first query's limit).
 TEST(FlashAttention, CausalSweepOfOffsetsAndRemainders) {
   for (const char* isa : {"avx512", "avx2", "portable"}) {
-    if (!HostRuns(isa)) continue;
+    if (!HostCanRun(isa)) continue;
     for (int64_t sq = 1; sq <= 41; sq += 2) {
       for (int64_t skv = 1; skv <= 41; skv += 2) {
         const FlashAttentionShape s = MakeShape(1, 1, 1, sq, skv, 8, true);

@@ -47,13 +47,6 @@ HardwareProfile HwWithIsa(const std::string& isa) {
   return hw;
 }
 
-bool HostRuns(const std::string& isa) {
-  const std::string host = HardwareProfile::Detect(1).cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return true;
-}
-
 struct Layout {
   const char* name;
   int64_t m, k, n;
@@ -97,7 +90,7 @@ std::vector<Case> AllCases() {
   const GroupedMatmulBlockSizes blocks[] = {{12, 16, 32}, {24, 40, 64}, {96, 256, 512}};
   std::vector<Case> out;
   for (const char* isa : {"avx512", "avx2", "portable"}) {
-    if (!HostRuns(isa)) continue;
+    if (!HostCanRun(isa)) continue;
     for (DType dtype : {DType::kF32, DType::kBF16}) {
       for (const Layout& l : Layouts()) {
         for (const auto& b : blocks) {

@@ -30,13 +30,6 @@ HardwareProfile HwWithIsa(const std::string& isa) {
   return hw;
 }
 
-bool HostRuns(const std::string& isa) {
-  const std::string host = HardwareProfile::Detect(1).cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return true;
-}
-
 struct MatmulCase {
   std::string isa;
   MatmulShape shape;
@@ -61,7 +54,7 @@ std::vector<MatmulCase> AllCases() {
   const MatmulBlockSizes blocks[] = {{12, 32, 16}, {24, 64, 40}, {96, 512, 256}};
   std::vector<MatmulCase> out;
   for (const char* isa : {"avx512", "avx2", "portable"}) {
-    if (!HostRuns(isa)) continue;
+    if (!HostCanRun(isa)) continue;
     for (const auto& s : shapes) {
       for (const auto& b : blocks) {
         for (int t : {1, 2, 3}) {

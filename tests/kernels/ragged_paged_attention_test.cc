@@ -25,13 +25,6 @@ HardwareProfile HwWithIsa(const std::string& isa) {
   return hw;
 }
 
-bool HostRuns(const std::string& isa) {
-  const std::string host = HardwareProfile::Detect(1).cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return true;
-}
-
 struct BatchShape {
   const char* name;
   std::vector<int32_t> kv_lens;
@@ -78,7 +71,7 @@ std::vector<Case> AllCases() {
   const RaggedPagedAttentionBlockSizes blocks[] = {{1, 1}, {2, 4}, {8, 16}, {64, 128}};
   std::vector<Case> out;
   for (const char* isa : {"avx512", "avx2", "portable"}) {
-    if (!HostRuns(isa)) continue;
+    if (!HostCanRun(isa)) continue;
     for (int s = 0; s < static_cast<int>(Shapes().size()); ++s) {
       for (const auto& b : blocks) {
         for (DType d : {DType::kF32, DType::kBF16}) {
