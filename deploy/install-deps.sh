@@ -14,6 +14,7 @@ packages=(
   libcli11-dev
   libopenblas-dev   # baseline for benchmarks only; blocktune never links it into a product
   curl              # used by e2e scripts and the README's smoke check
+  python3           # the e2e test checks the generated Python tables
 )
 
 missing=()

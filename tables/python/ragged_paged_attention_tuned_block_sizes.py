@@ -3,9 +3,15 @@
 # Kernel ragged_paged_attention, bucket version 1, 4 tuned rows.
 """Tuned block sizes for ragged_paged_attention, keyed by (hardware key, dtype, bucket).
 
-infer_block_sizes() follows the same precedence as blocktune/tables/resolve.h:
-tuned (exact hardware key) -> tuned_fallback (longest matching key prefix) -> default.
+infer_block_sizes() follows the same precedence as blocktune/tables/resolve.h (see
+blocktune_resolve.py beside this file): tuned (exact hardware key) -> tuned_fallback
+(longest matching key prefix) -> default.
 """
+
+try:  # imported as part of a package (tables/python as a package)
+    from . import blocktune_resolve as _resolve
+except ImportError:  # tables/python on sys.path
+    import blocktune_resolve as _resolve
 
 BUCKET_VERSION = 1
 
@@ -34,33 +40,9 @@ TUNED = {
 
 
 def bucket_id(**dims):
-    parts = []
-    for name, rounding, lo, hi in BUCKET_DIMS:
-        v = max(int(dims[name]), lo)
-        if rounding == "pow2_ceil":
-            p = 1
-            while p < v and p < hi:
-                p <<= 1
-            v = p
-        parts.append(f"{name}{min(v, hi)}")
-    return "_".join(parts)
-
-
-def fallback_chain(key):
-    parts = key.split(".")
-    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+    return _resolve.bucket_id(BUCKET_DIMS, dims)
 
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    bucket = bucket_id(**dims)
-    for level, prefix in enumerate(fallback_chain(hardware_key)):
-        hits = sorted(
-            hw for (hw, dt, b) in TUNED
-            if dt == dtype and b == bucket
-            and (hw == prefix if level == 0 else (hw == prefix or hw.startswith(prefix + ".")))
-        )
-        if hits:
-            source = "tuned" if level == 0 else "tuned_fallback"
-            return dict(TUNED[(hits[0], dtype, bucket)][0]), source, hits[0], bucket
-    return dict(DEFAULT), "default", None, bucket
+    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims)

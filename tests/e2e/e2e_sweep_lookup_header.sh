@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end: blocktuned on a free port with a temporary DB; a small matmul sweep through the
 # CLI; the winner looked up over HTTP; the header regenerated into a temporary folder; a small
-# program that includes only that header compiled, run, and checked to give the same config.
+# program that includes only that header compiled, run, and checked to give the same config;
+# the generated Python table checked to agree.
 # Usage: e2e_sweep_lookup_header.sh BUILD_DIR CXX
 set -euo pipefail
 build=$1
@@ -62,5 +63,15 @@ int main() {
 CC
 "$cxx" -std=c++17 -O1 -I "$work/tables/include/blocktune/tables" "$work/app.cc" -o "$work/app"
 app_config=$("$work/app")
-echo "http: $http_config  header: $app_config"
+# The generated Python table answers the same (it shares blocktune_resolve.py, the Python twin
+# of resolve.h).
+py_config=$(cd "$work/tables/python" && python3 -c "
+import matmul_tuned_block_sizes as t
+c, source, hw, bucket = t.infer_block_sizes('$hw', 'f32', m=96, n=80, k=64)
+assert source == 'tuned', source
+c2, source2, _, _ = t.infer_block_sizes('${hw%.*}.t64', 'f32', m=96, n=80, k=64)
+assert source2 == 'tuned_fallback' and c2 == c, source2
+print(c['block_m'], c['block_n'], c['block_k'])")
+echo "http: $http_config  header: $app_config  python: $py_config"
 [[ "$http_config" == "$app_config" ]]
+[[ "$http_config" == "$py_config" ]]

@@ -56,23 +56,12 @@ inline constexpr std::array<Row, 8> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 64}, 3467818.875, 5, 7, 3706},
 }};
 
-struct Lookup {
-  BlockSizes config;
-  Source source;
-  std::string_view hardware;  // the key of the row that answered; empty for the default
-  std::string bucket;
-  double median_ns;  // 0 for the default
-  const Row* row;     // null for the default
-};
+// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
+using Lookup = TableLookup<Row>;
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim, std::int64_t causal) {
   std::int64_t dims[] = {batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal};
-  std::string bucket = BucketId(kDims, 7, dims);
-  const auto match = ResolveRow(kRows, hardware_key, dtype, bucket);
-  if (match.row != nullptr) {
-    return {match.row->config, match.source, match.row->hardware, bucket, match.row->median_ns, match.row};
-  }
-  return {kDefault, Source::kDefault, {}, bucket, 0.0, nullptr};
+  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
 }
 
 // Looks up with this machine's hardware key (CPUID) for the given thread count.

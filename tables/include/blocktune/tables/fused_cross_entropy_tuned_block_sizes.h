@@ -52,23 +52,12 @@ inline constexpr std::array<Row, 6> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0", {288, 1024, 2048}, 383179889.0, 5, 8, 3986},
 }};
 
-struct Lookup {
-  BlockSizes config;
-  Source source;
-  std::string_view hardware;  // the key of the row that answered; empty for the default
-  std::string bucket;
-  double median_ns;  // 0 for the default
-  const Row* row;     // null for the default
-};
+// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
+using Lookup = TableLookup<Row>;
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
   std::int64_t dims[] = {b, h, v, backward};
-  std::string bucket = BucketId(kDims, 4, dims);
-  const auto match = ResolveRow(kRows, hardware_key, dtype, bucket);
-  if (match.row != nullptr) {
-    return {match.row->config, match.source, match.row->hardware, bucket, match.row->median_ns, match.row};
-  }
-  return {kDefault, Source::kDefault, {}, bucket, 0.0, nullptr};
+  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
 }
 
 // Looks up with this machine's hardware key (CPUID) for the given thread count.

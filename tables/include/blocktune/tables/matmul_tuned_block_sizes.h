@@ -63,23 +63,12 @@ inline constexpr std::array<Row, 18> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m64_n1024_k4096", {96, 4096, 256}, 4549363.333333333, 5, 2, 2758},
 }};
 
-struct Lookup {
-  BlockSizes config;
-  Source source;
-  std::string_view hardware;  // the key of the row that answered; empty for the default
-  std::string bucket;
-  double median_ns;  // 0 for the default
-  const Row* row;     // null for the default
-};
+// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
+using Lookup = TableLookup<Row>;
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
   std::int64_t dims[] = {m, n, k};
-  std::string bucket = BucketId(kDims, 3, dims);
-  const auto match = ResolveRow(kRows, hardware_key, dtype, bucket);
-  if (match.row != nullptr) {
-    return {match.row->config, match.source, match.row->hardware, bucket, match.row->median_ns, match.row};
-  }
-  return {kDefault, Source::kDefault, {}, bucket, 0.0, nullptr};
+  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
 }
 
 // Looks up with this machine's hardware key (CPUID) for the given thread count.

@@ -52,23 +52,12 @@ inline constexpr std::array<Row, 4> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {32, 1}, 7001562.25, 5, 10, 4097},
 }};
 
-struct Lookup {
-  BlockSizes config;
-  Source source;
-  std::string_view hardware;  // the key of the row that answered; empty for the default
-  std::string bucket;
-  double median_ns;  // 0 for the default
-  const Row* row;     // null for the default
-};
+// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
+using Lookup = TableLookup<Row>;
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
   std::int64_t dims[] = {num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim};
-  std::string bucket = BucketId(kDims, 7, dims);
-  const auto match = ResolveRow(kRows, hardware_key, dtype, bucket);
-  if (match.row != nullptr) {
-    return {match.row->config, match.source, match.row->hardware, bucket, match.row->median_ns, match.row};
-  }
-  return {kDefault, Source::kDefault, {}, bucket, 0.0, nullptr};
+  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
 }
 
 // Looks up with this machine's hardware key (CPUID) for the given thread count.

@@ -182,4 +182,32 @@ auto ResolveRow(const Rows& rows, std::string_view hardware_key, std::string_vie
   return {};
 }
 
+// ---------------------------------------------------------------------------------------------
+// The lookup every generated header exposes, written once: bucket the problem, resolve over the
+// header's constexpr rows, fall back to the kernel's default. Row needs `hardware`, `dtype`,
+// `bucket`, `config` and `median_ns` members.
+
+template <typename Row>
+struct TableLookup {
+  decltype(Row::config) config;
+  Source source;
+  std::string_view hardware;  // the key of the row that answered; empty for the default
+  std::string bucket;
+  double median_ns;  // 0 for the default
+  const Row* row;    // provenance (sweep and measurement ids); null for the default
+};
+
+template <typename Rows, std::size_t NDims>
+TableLookup<typename Rows::value_type> LookupInTable(const Rows& rows,
+                                                     const decltype(Rows::value_type::config)& default_config,
+                                                     const BucketDim (&dims)[NDims], std::int64_t (&values)[NDims],
+                                                     std::string_view hardware_key, std::string_view dtype) {
+  std::string bucket = BucketId(dims, NDims, values);
+  const auto match = ResolveRow(rows, hardware_key, dtype, bucket);
+  if (match.row != nullptr) {
+    return {match.row->config, match.source, match.row->hardware, bucket, match.row->median_ns, match.row};
+  }
+  return {default_config, Source::kDefault, {}, bucket, 0.0, nullptr};
+}
+
 }  // namespace blocktune::tables
