@@ -1,43 +1,12 @@
 // Sweep engine implementation; see sweep.h.
 #include "tuner/sweep.h"
 
-#include <map>
-#include <memory>
 #include <set>
 #include <spdlog/spdlog.h>
 
 #include "tuner/search/search.h"
 
 namespace blocktune::tuner {
-namespace {
-
-// Reference outputs for verification problems, reused across configs that share a problem
-// (many configs differ only in a block size the verification shape does not depend on).
-class ReferenceCache {
- public:
-  KernelInstance* Get(const KernelSpec& spec, const Problem& p) {
-    const std::string key = p.ToString();
-    auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second.get();
-    if (cache_.size() >= 16) cache_.clear();  // verification problems are small; 16 bounds memory
-    auto inst = spec.MakeInstance(p, /*seed=*/0x5eed);
-    inst->RunReference();
-    return (cache_[key] = std::move(inst)).get();
-  }
-
- private:
-  std::map<std::string, std::unique_ptr<KernelInstance>> cache_;
-};
-
-thread_local ReferenceCache* tl_reference_cache = nullptr;
-
-std::string Describe(const VerifyReport& r) {
-  return "elements=" + std::to_string(r.elements) + " mismatches=" + std::to_string(r.mismatches) +
-         " non_finite=" + std::to_string(r.non_finite) + " max_abs_err=" + std::to_string(r.max_abs_err) +
-         " max_err_over_tolerance=" + std::to_string(r.max_rel_err);
-}
-
-}  // namespace
 
 Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const KernelSpec& spec,
                                           const HardwareProfile& hw) {
@@ -94,26 +63,6 @@ const Measurement* SelectWinner(const std::vector<Measurement>& measurements) {
   return best;
 }
 
-bool VerifyConfig(const KernelSpec& spec, const Config& config, const Problem& bucket_problem, int threads,
-                  Measurement& m) {
-  ReferenceCache local;
-  ReferenceCache* cache = tl_reference_cache != nullptr ? tl_reference_cache : &local;
-  KernelInstance* inst = cache->Get(spec, spec.VerificationProblem(config, bucket_problem));
-  inst->PoisonOutputs();
-  if (auto s = inst->Run(config, threads); !s) {
-    m.outcome = Outcome::kInvalid;
-    m.detail = s.error().message;
-    return false;
-  }
-  const VerifyReport r = inst->Verify();
-  m.max_abs_err = r.max_abs_err;
-  m.max_rel_err = r.max_rel_err;
-  if (r.ok) return true;
-  m.outcome = r.non_finite > 0 ? Outcome::kNan : Outcome::kWrongResult;
-  m.detail = "verification failed: " + Describe(r);
-  return false;
-}
-
 Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sweep_id, const KernelSpec& spec,
                                          const HardwareProfile& hw, SweepSink& sink, const SweepOptions& options) {
   auto plans = PlanSweep(request, spec, hw);
@@ -123,11 +72,8 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
   for (const auto& p : *plans) total += static_cast<int64_t>(p.invalid.size() + p.planned.size());
   int64_t done = 0;
 
-  ReferenceCache references;
-  tl_reference_cache = &references;
-  struct Reset {
-    ~Reset() { tl_reference_cache = nullptr; }
-  } reset;
+  InProcessEvaluator in_process;
+  Evaluator& evaluator = options.evaluator != nullptr ? *options.evaluator : in_process;
 
   std::vector<TunedEntry> winners;
   for (const BucketPlan& plan : *plans) {
@@ -163,7 +109,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       if (auto s = record(m); !s) return std::unexpected(s.error());
     }
 
-    std::unique_ptr<KernelInstance> timed;  // allocated on first use: resumed buckets may need none
+    const EvalRequest eval{&spec, plan.problem, request.threads, request.seed, options.timing};
     for (const Config& c : plan.planned) {
       if (sink.Cancelled()) return winners;
       if (measured.count(c.ToString())) {
@@ -171,20 +117,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
         continue;
       }
       Measurement m = base(c);
-      if (VerifyConfig(spec, c, plan.problem, request.threads, m)) {
-        if (!timed) timed = spec.MakeInstance(plan.problem, request.seed);
-        auto t = TimeRepeated([&] { return timed->Run(c, request.threads); }, options.timing);
-        if (!t) {
-          m.outcome = Outcome::kInvalid;
-          m.detail = t.error().message;
-        } else {
-          m.outcome = Outcome::kOk;
-          m.samples_ns = std::move(t->samples_ns);
-          m.iterations = t->iterations;
-          m.median_ns = t->median_ns;
-          m.cv = t->cv;
-        }
-      }
+      evaluator.Measure(eval, c, m);
       spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", spec.name(),
                     plan.bucket, c.ToString(), OutcomeName(m.outcome), m.median_ns, m.cv);
       if (auto s = record(m); !s) return std::unexpected(s.error());

@@ -12,6 +12,7 @@
 
 #include "kernels/core/hardware.h"
 #include "kernels/core/kernel_spec.h"
+#include "tuner/evaluator.h"
 #include "tuner/measurement.h"
 #include "tuner/timing/timing.h"
 
@@ -30,6 +31,8 @@ class SweepSink {
 
 struct SweepOptions {
   TimingOptions timing;
+  // Where configs run; nullptr = an InProcessEvaluator owned by RunSweep. Not owned.
+  Evaluator* evaluator = nullptr;
 };
 
 struct BucketPlan {
@@ -52,10 +55,5 @@ const Measurement* SelectWinner(const std::vector<Measurement>& measurements);
 // has at least one passing config. `hw.threads` must equal request.threads.
 Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sweep_id, const KernelSpec& spec,
                                          const HardwareProfile& hw, SweepSink& sink, const SweepOptions& options);
-
-// Verifies `config` against the reference on spec.VerificationProblem and fills outcome,
-// detail and the error fields of `m`. Returns true if it passed.
-bool VerifyConfig(const KernelSpec& spec, const Config& config, const Problem& bucket_problem, int threads,
-                  Measurement& m);
 
 }  // namespace blocktune::tuner

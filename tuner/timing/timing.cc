@@ -20,6 +20,12 @@ Result<double> TimeBatch(const std::function<Status()>& run, int64_t iterations)
 
 }  // namespace
 
+Result<double> TimeFixed(const std::function<Status()>& run, int64_t iterations) {
+  auto t = TimeBatch(run, iterations);
+  if (!t) return std::unexpected(t.error());
+  return *t / static_cast<double>(std::max<int64_t>(iterations, 1));
+}
+
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   const size_t mid = v.size() / 2;

@@ -31,7 +31,11 @@ double Median(std::vector<double> v);
 // Coefficient of variation: sample standard deviation over mean; 0 for fewer than 2 samples.
 double CoefficientOfVariation(const std::vector<double>& v);
 
-// Times `run`; the first failure it returns stops timing and is returned.
+// Times `run`; the first failure it returns stops timing and is returned. With
+// options.repetitions == 0 it only warms up and calibrates: `iterations` is set, no samples.
 Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options);
+
+// One batch of exactly `iterations` calls; returns the per-call time in ns.
+Result<double> TimeFixed(const std::function<Status()>& run, int64_t iterations);
 
 }  // namespace blocktune::tuner

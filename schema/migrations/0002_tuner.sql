@@ -1,0 +1,1 @@
+-- 0002: tuner (reserved; filled by the tuner work: strategies, environment, re-measurement).

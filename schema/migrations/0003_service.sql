@@ -1,0 +1,1 @@
+-- 0003: service (reserved; filled by the daemon work: overrides, idempotency keys).

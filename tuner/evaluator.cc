@@ -1,0 +1,136 @@
+// In-process evaluation: verification against cached references, then robust timing.
+#include "tuner/evaluator.h"
+
+#include <map>
+#include <string>
+
+namespace blocktune::tuner {
+namespace {
+
+// Reference outputs for verification problems, reused across configs that share a problem
+// (many configs differ only in a block size the verification shape does not depend on).
+class ReferenceCache {
+ public:
+  KernelInstance* Get(const KernelSpec& spec, const Problem& p) {
+    const std::string key = std::string(spec.name()) + "|" + p.ToString();
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second.get();
+    if (cache_.size() >= 16) cache_.clear();  // verification problems are small; 16 bounds memory
+    auto inst = spec.MakeInstance(p, /*seed=*/0x5eed);
+    inst->RunReference();
+    return (cache_[key] = std::move(inst)).get();
+  }
+
+ private:
+  std::map<std::string, std::unique_ptr<KernelInstance>> cache_;
+};
+
+std::string Describe(const VerifyReport& r) {
+  return "elements=" + std::to_string(r.elements) + " mismatches=" + std::to_string(r.mismatches) +
+         " non_finite=" + std::to_string(r.non_finite) + " max_abs_err=" + std::to_string(r.max_abs_err) +
+         " max_err_over_tolerance=" + std::to_string(r.max_rel_err);
+}
+
+bool VerifyWith(ReferenceCache& cache, const KernelSpec& spec, const Config& config, const Problem& bucket_problem,
+                int threads, Measurement& m) {
+  KernelInstance* inst = cache.Get(spec, spec.VerificationProblem(config, bucket_problem));
+  inst->PoisonOutputs();
+  if (auto s = inst->Run(config, threads); !s) {
+    m.outcome = Outcome::kInvalid;
+    m.detail = s.error().message;
+    return false;
+  }
+  const VerifyReport r = inst->Verify();
+  m.max_abs_err = r.max_abs_err;
+  m.max_rel_err = r.max_rel_err;
+  if (r.ok) return true;
+  m.outcome = r.non_finite > 0 ? Outcome::kNan : Outcome::kWrongResult;
+  m.detail = "verification failed: " + Describe(r);
+  return false;
+}
+
+void FillTiming(const Result<TimingResult>& t, Measurement& m) {
+  if (!t) {
+    m.outcome = Outcome::kInvalid;
+    m.detail = t.error().message;
+    return;
+  }
+  m.outcome = Outcome::kOk;
+  m.samples_ns = t->samples_ns;
+  m.iterations = t->iterations;
+  m.median_ns = t->median_ns;
+  m.cv = t->cv;
+}
+
+}  // namespace
+
+struct InProcessEvaluator::Cache {
+  ReferenceCache references;
+  std::string timed_key;  // kernel|problem|seed of `timed`
+  std::unique_ptr<KernelInstance> timed;
+
+  KernelInstance& Timed(const EvalRequest& r) {
+    const std::string key = std::string(r.spec->name()) + "|" + r.problem.ToString() + "|" + std::to_string(r.seed);
+    if (!timed || key != timed_key) {
+      timed.reset();  // free the previous bucket's buffers before allocating the next
+      timed = r.spec->MakeInstance(r.problem, r.seed);
+      timed_key = key;
+    }
+    return *timed;
+  }
+};
+
+InProcessEvaluator::InProcessEvaluator() : cache_(std::make_unique<Cache>()) {}
+InProcessEvaluator::~InProcessEvaluator() = default;
+
+void InProcessEvaluator::Measure(const EvalRequest& request, const Config& config, Measurement& m) {
+  if (!VerifyWith(cache_->references, *request.spec, config, request.problem, request.threads, m)) return;
+  KernelInstance& inst = cache_->Timed(request);
+  FillTiming(TimeRepeated([&] { return inst.Run(config, request.threads); }, request.timing), m);
+}
+
+std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalRequest& request,
+                                                                const std::vector<Config>& configs) {
+  KernelInstance& inst = cache_->Timed(request);
+  std::vector<Measurement> out(configs.size());
+  // Calibrate each config's iteration count first (no repetitions), then take repetition r
+  // of every config before repetition r + 1 of any.
+  TimingOptions calibrate = request.timing;
+  calibrate.repetitions = 0;
+  std::vector<int64_t> iterations(configs.size(), 0);
+  for (size_t i = 0; i < configs.size(); ++i) {
+    auto t = TimeRepeated([&] { return inst.Run(configs[i], request.threads); }, calibrate);
+    if (!t) {
+      FillTiming(t, out[i]);
+      continue;
+    }
+    iterations[i] = t->iterations;
+    out[i].outcome = Outcome::kOk;
+    out[i].iterations = t->iterations;
+  }
+  for (int r = 0; r < request.timing.repetitions; ++r) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      if (out[i].outcome != Outcome::kOk) continue;
+      auto t = TimeFixed([&] { return inst.Run(configs[i], request.threads); }, iterations[i]);
+      if (!t) {
+        FillTiming(std::unexpected(t.error()), out[i]);
+        continue;
+      }
+      out[i].samples_ns.push_back(*t);
+    }
+  }
+  for (Measurement& m : out) {
+    if (m.outcome != Outcome::kOk) continue;
+    m.median_ns = Median(m.samples_ns);
+    m.cv = CoefficientOfVariation(m.samples_ns);
+  }
+  return out;
+}
+
+bool VerifyConfig(const KernelSpec& spec, const Config& config, const Problem& bucket_problem, int threads,
+                  Measurement& m) {
+  ReferenceCache local;
+  return VerifyWith(local, spec, config, bucket_problem, threads, m);
+}
+
+}  // namespace blocktune::tuner

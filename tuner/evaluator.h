@@ -1,0 +1,70 @@
+// Evaluator: how the sweep engine gets one config verified and timed. The engine (sweep.cc)
+// decides *what* to measure; an Evaluator decides *where*: InProcessEvaluator runs the kernel in
+// the calling process (tests, `blocktune bench`, and the body of a worker process), while the
+// worker evaluator (tuner/worker/) ships the same request to an isolated worker process that
+// runs InProcessEvaluator and reports back, so a config that crashes, hangs or eats memory
+// becomes a recorded outcome instead of taking the daemon down.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "kernels/core/kernel_spec.h"
+#include "tuner/measurement.h"
+#include "tuner/timing/timing.h"
+
+namespace blocktune::tuner {
+
+// What to evaluate configs on: the kernel, the timed (bucket representative) problem, the
+// thread count, the input seed and the timing policy. Everything here is plain data so it can
+// cross a process boundary.
+struct EvalRequest {
+  const KernelSpec* spec = nullptr;
+  Problem problem;
+  int threads = 1;
+  uint64_t seed = 1;
+  TimingOptions timing;
+};
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  // Verifies `config` against the reference (on spec->VerificationProblem) and, if it passes,
+  // times it at request.problem. Fills outcome, detail, the error fields and the timing fields
+  // of `m`; leaves its identity (sweep, bucket, config) alone.
+  virtual void Measure(const EvalRequest& request, const Config& config, Measurement& m) = 0;
+  // Times already-verified configs again with their repetitions interleaved (round-robin), so
+  // drift in the machine's speed hits every config alike. One Measurement per config, in order,
+  // with outcome and timing fields filled.
+  virtual std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
+                                                      const std::vector<Config>& configs) = 0;
+};
+
+// Runs everything in the calling process. Keeps reference outputs for verification problems
+// and the timed instance between calls (keyed by problem), so sweeping many configs of one
+// bucket allocates and computes references once.
+class InProcessEvaluator : public Evaluator {
+ public:
+  InProcessEvaluator();
+  ~InProcessEvaluator() override;
+  void Measure(const EvalRequest& request, const Config& config, Measurement& m) override;
+  std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
+                                              const std::vector<Config>& configs) override;
+
+ private:
+  struct Cache;
+  std::unique_ptr<Cache> cache_;
+};
+
+}  // namespace blocktune::tuner
+
+namespace blocktune::tuner {
+
+// Verifies `config` against the reference on spec.VerificationProblem (outputs poisoned with
+// NaN first) and fills outcome, detail and the error fields of `m`. Returns true if it passed.
+// References are computed per call; InProcessEvaluator caches them across calls.
+bool VerifyConfig(const KernelSpec& spec, const Config& config, const Problem& bucket_problem, int threads,
+                  Measurement& m);
+
+}  // namespace blocktune::tuner
