@@ -63,7 +63,7 @@ class FakeInstance : public KernelInstance {
       std::lock_guard lock(spec_.mu);
       ++spec_.runs[c.ToString()];
     }
-    const auto cost = std::chrono::microseconds(40 * (std::abs(a - 3) + std::abs(b - 2) + 1));
+    const auto cost = std::chrono::microseconds(150 * (std::abs(a - 3) + std::abs(b - 2) + 1));
     const auto until = std::chrono::steady_clock::now() + cost;
     while (std::chrono::steady_clock::now() < until) {
     }
