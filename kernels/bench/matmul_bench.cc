@@ -1,15 +1,20 @@
-// matmul_bench: GFLOP/s of our Matmul (default config, configs from --configs, or every valid
-// config with --sweep) next to OpenBLAS cblas_sgemm on the same shapes and thread counts.
+// matmul_bench: GFLOP/s of our Matmul (the default config, the checked-in table's tuned config
+// for this host, configs from --configs, or every valid config with --sweep) next to OpenBLAS
+// cblas_sgemm on the same shapes and thread counts.
 //
 //   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./matmul_bench
-//       [--shapes=1024x1024x1024,32x4096x4096] [--threads=1,2]
+//       [--shapes=1024x1024x1024,32x4096x1024] [--threads=1,2]
 //       [--configs=96x512x256,144x1024x384] [--sweep] [--no_openblas] [benchmark flags]
 //
-// Shapes are MxNxK; configs are block_m x block_n x block_k. The two OPENBLAS_* variables make
+// Shapes are MxNxK (default: the representative shape of every checked-in matmul bucket);
+// configs are block_m x block_n x block_k. The tuned config comes from the generated header
+// matmul_tuned_block_sizes.h, exactly as an application embedding the table would get it; its
+// row is named "_tuned" ("_default_tuned" when the table says the default). The two OPENBLAS_* variables make
 // OpenBLAS pick a smaller kernel/cache model (about 2x slower here), so unset them to compare.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +23,7 @@
 #include <vector>
 
 #include "kernels/bench/bench_args.h"
+#include "blocktune/tables/matmul_tuned_block_sizes.h"
 #include "kernels/matmul/matmul.h"
 
 namespace blocktune::kernels {
@@ -74,9 +80,9 @@ std::string ShapeName(const MatmulShape& s) {
 }
 
 int Main(int argc, char** argv) {
-  std::vector<Triple> shapes = {{256, 256, 256},   {512, 512, 512},  {1024, 1024, 1024}, {2048, 2048, 2048},
-                                {32, 4096, 4096},  {4096, 32, 4096}, {64, 1024, 1024},   {1024, 64, 1024},
-                                {1024, 1024, 64}};
+  std::vector<Triple> shapes = {{128, 128, 128},   {256, 256, 256},  {512, 512, 512},
+                                {1024, 1024, 1024}, {2048, 2048, 2048}, {32, 4096, 1024},
+                                {64, 1024, 4096},   {4096, 64, 1024},   {1024, 1024, 64}};
   std::vector<int> thread_counts = {1, 2};
   std::vector<Triple> configs;
   bool sweep = false;
@@ -115,12 +121,16 @@ int Main(int argc, char** argv) {
             [=](benchmark::State& s) { BenchOpenBlas(s, shape, threads); })
             ->UseRealTime();
       }
-      for (const MatmulBlockSizes& bs : block_sizes) {
+      const auto tuned = tables::matmul::LookupForHost(threads, "f32", shape.m, shape.n, shape.k);
+      const MatmulBlockSizes tuned_bs{tuned.config.block_m, tuned.config.block_n, tuned.config.block_k};
+      std::vector<MatmulBlockSizes> to_run = block_sizes;
+      if (std::find(to_run.begin(), to_run.end(), tuned_bs) == to_run.end()) to_run.push_back(tuned_bs);
+      for (const MatmulBlockSizes& bs : to_run) {
         if (!Validate(bs, shape, hw)) continue;
         const std::string name = std::string("blocktune_") + MatmulIsa() + "/" + ShapeName(shape) + "/t" +
                                  std::to_string(threads) + "/bm" + std::to_string(bs.block_m) + "_bn" +
                                  std::to_string(bs.block_n) + "_bk" + std::to_string(bs.block_k) +
-                                 (bs == default_bs ? "_default" : "");
+                                 (bs == default_bs ? "_default" : "") + (bs == tuned_bs ? "_tuned" : "");
         benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { BenchOurs(s, shape, bs, threads); })
             ->UseRealTime();
       }
