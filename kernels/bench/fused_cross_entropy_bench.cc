@@ -60,13 +60,7 @@ struct Operands {
 };
 
 Operands& OperandsFor(const FusedCrossEntropyShape& s) {
-  static std::vector<std::pair<std::string, Operands*>> cache;
-  const std::string key = std::to_string(s.b) + "x" + std::to_string(s.h) + "x" + std::to_string(s.v);
-  for (auto& [k, op] : cache) {
-    if (k == key) return *op;
-  }
-  cache.emplace_back(key, new Operands(s));  // lives for the process
-  return *cache.back().second;
+  return bench::Shared<Operands>(std::to_string(s.b) + "x" + std::to_string(s.h) + "x" + std::to_string(s.v), s);
 }
 
 // --- The unfused path's row passes (AVX-512 when available, as a production baseline would) ---

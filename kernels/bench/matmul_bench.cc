@@ -49,8 +49,17 @@ void SetCounters(benchmark::State& state, const MatmulShape& s) {
                                                 benchmark::Counter::kIsIterationInvariantRate);
 }
 
+std::string ShapeName(const MatmulShape& s) {
+  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
+}
+
 void BenchOurs(benchmark::State& state, MatmulShape shape, MatmulBlockSizes bs, int threads) {
-  Operands op(shape);
+  Operands& op = bench::Shared<Operands>(ShapeName(shape), shape);
+  // One untimed call: the packing buffers of this config's size are allocated on first use.
+  if (auto status = Matmul(bs, shape, op.a.data(), op.b.data(), op.c.data(), threads); !status) {
+    state.SkipWithError(status.error().ToString().c_str());
+    return;
+  }
   for (auto _ : state) {
     auto status = Matmul(bs, shape, op.a.data(), op.b.data(), op.c.data(), threads);
     if (!status) {
@@ -64,7 +73,7 @@ void BenchOurs(benchmark::State& state, MatmulShape shape, MatmulBlockSizes bs, 
 }
 
 void BenchOpenBlas(benchmark::State& state, MatmulShape shape, int threads) {
-  Operands op(shape);
+  Operands& op = bench::Shared<Operands>(ShapeName(shape), shape);
   openblas_set_num_threads(threads);
   for (auto _ : state) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(shape.m), int(shape.n), int(shape.k), 1.0f,
@@ -73,10 +82,6 @@ void BenchOpenBlas(benchmark::State& state, MatmulShape shape, int threads) {
     benchmark::ClobberMemory();
   }
   SetCounters(state, shape);
-}
-
-std::string ShapeName(const MatmulShape& s) {
-  return std::to_string(s.m) + "x" + std::to_string(s.n) + "x" + std::to_string(s.k);
 }
 
 int Main(int argc, char** argv) {
