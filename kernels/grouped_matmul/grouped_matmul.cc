@@ -233,22 +233,24 @@ thread_local ScratchBuffer t_a_f32;  // bf16 lhs rows widened to f32 before pack
 
 // Packs kb x nb of B (leading dim ldb) into micro-panels of tile_cols columns (kb steps of
 // tile_cols floats each), zero-padded on the right so the micro-kernel's padded lanes multiply
-// zeros, not stale (possibly denormal) floats. bf16 rows are widened by `convert`.
+// zeros, not stale (possibly denormal) floats. bf16 rows are widened by `convert`. Rows are
+// read in order and scattered over the micro-panels, as matmul.cc's PackB does (a column strip
+// at a time touches a new page every tile_cols floats when n is large).
 template <typename T>
 void PackB(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, ConvertFn convert, float* dst) {
-  for (int64_t j = 0; j < nb; j += tile_cols) {
-    const int64_t cols = std::min<int64_t>(tile_cols, nb - j);
-    const T* src = b + j;
-    for (int64_t p = 0; p < kb; ++p) {
-      float* d = dst + p * tile_cols;
+  const int64_t panel_floats = kb * tile_cols;
+  for (int64_t p = 0; p < kb; ++p) {
+    const T* s = b + p * ldb;
+    float* d = dst + p * tile_cols;
+    for (int64_t j = 0; j < nb; j += tile_cols, d += panel_floats) {
+      const int64_t cols = std::min<int64_t>(tile_cols, nb - j);
       if constexpr (sizeof(T) == 4) {
-        std::memcpy(d, src + p * ldb, sizeof(float) * static_cast<size_t>(cols));
+        std::memcpy(d, s + j, sizeof(float) * static_cast<size_t>(cols));
       } else {
-        convert(src + p * ldb, d, cols);
+        convert(s + j, d, cols);
       }
       if (cols < tile_cols) std::memset(d + cols, 0, sizeof(float) * static_cast<size_t>(tile_cols - cols));
     }
-    dst += kb * tile_cols;
   }
 }
 
@@ -346,14 +348,14 @@ void RunItem(const IsaOps& ops, const GroupedMatmulBlockSizes& bs, const Grouped
           ks.pack_a(a + (ic + ir) * k + pc, k, m_rows, kb, a_pack + ir * kb);
         }
       }
-      for (int64_t jr = 0; jr < nb; jr += nr) {
-        const int n_cols = static_cast<int>(std::min<int64_t>(nr, nb - jr));
-        const int half = n_cols * 2 <= nr ? 1 : 0;
-        const float* bp = b_pack + jr * kb;
-        float* cp = c + ic * n + jr;
-        for (int64_t ir = 0; ir < mb; ir += mr) {
-          const int m_rows = static_cast<int>(std::min<int64_t>(mr, mb - ir));
-          ks.kernels[half][m_rows - 1](kb, a_pack + ir * kb, bp, cp + ir * n, n, n_cols, accumulate);
+      // A micro-panel in L1, B's packed block streamed from L2 (matmul.cc explains the order).
+      for (int64_t ir = 0; ir < mb; ir += mr) {
+        const int m_rows = static_cast<int>(std::min<int64_t>(mr, mb - ir));
+        for (int64_t jr = 0; jr < nb; jr += nr) {
+          const int n_cols = static_cast<int>(std::min<int64_t>(nr, nb - jr));
+          const int half = n_cols * 2 <= nr ? 1 : 0;
+          ks.kernels[half][m_rows - 1](kb, a_pack + ir * kb, b_pack + jr * kb, c + (ic + ir) * n + jr, n, n_cols,
+                                       accumulate);
         }
       }
     }
