@@ -29,12 +29,12 @@ BUCKET_DIMS = (
 
 # (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id)
 TUNED = {
-    ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 24, "tile_k": 512, "tile_n": 512}, 73165701.0, 5, 9, 3640),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 24, "tile_k": 128, "tile_n": 2048}, 104937707.0, 5, 5, 3566),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 24, "tile_k": 512, "tile_n": 512}, 76231969.0, 5, 5, 3557),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 24, "tile_k": 128, "tile_n": 2048}, 36981573.0, 5, 10, 3654),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 24, "tile_k": 384, "tile_n": 1024}, 55471818.0, 5, 9, 4053),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 24, "tile_k": 512, "tile_n": 512}, 45020971.0, 5, 9, 4021),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 256, "tile_n": 1024}, 66385372.0, 5, 15, 3915),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 96, "tile_k": 256, "tile_n": 2048}, 76496011.0, 5, 13, 3828),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 48, "tile_k": 384, "tile_n": 2048}, 55614317.0, 5, 13, 3780),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 384, "tile_n": 1024}, 33951891.0, 5, 16, 3933),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 256, "tile_n": 1024}, 37972433.0, 5, 14, 3883),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 24, "tile_k": 512, "tile_n": 512}, 28410246.0, 5, 14, 3861),
 }
 
 
