@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -45,29 +46,44 @@ inline std::vector<ChildProcess> ChildrenOfThisProcess() {
   return out;
 }
 
+// Seconds the calling thread has spent runnable but waiting for a CPU (schedstat field 2).
+inline double ThisThreadStarvedSeconds() {
+  std::ifstream f("/proc/thread-self/schedstat");
+  double on_cpu_ns = 0, waiting_ns = 0;
+  f >> on_cpu_ns >> waiting_ns;
+  return waiting_ns * 1e-9;
+}
+
 // Forwards to another Evaluator and records each Measure's config and wall time.
 class RecordingEvaluator : public tuner::Evaluator {
  public:
-  explicit RecordingEvaluator(tuner::Evaluator& inner) : inner_(inner) {}
+  // `starved_s`, if given, reports how long the last call's worker waited for a CPU.
+  explicit RecordingEvaluator(tuner::Evaluator& inner, std::function<double()> starved_s = {})
+      : inner_(inner), starved_s_(std::move(starved_s)) {}
   void Measure(const tuner::EvalRequest& request, const Config& config, tuner::Measurement& m) override {
     const auto start = std::chrono::steady_clock::now();
+    const double self_starved_at_start_s = ThisThreadStarvedSeconds();
     inner_.Measure(request, config, m);
-    calls.push_back({config.ToString(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
+    calls.push_back({config.ToString(), std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                     starved_s_ ? starved_s_() : 0.0, ThisThreadStarvedSeconds() - self_starved_at_start_s});
   }
   std::vector<tuner::Measurement> MeasureInterleaved(const tuner::EvalRequest& request,
                                                      const std::vector<Config>& configs) override {
-    for (const Config& c : configs) calls.push_back({c.ToString(), 0});
+    for (const Config& c : configs) calls.push_back({c.ToString(), 0, 0, 0});
     return inner_.MeasureInterleaved(request, configs);
   }
 
   struct Call {
     std::string config;
-    double seconds;
+    double seconds;    // wall time of the call, spawning a worker included
+    double starved_s;  // of which the worker spent this long waiting for a CPU
+    double self_starved_s;  // and the calling (parent) thread this long
   };
   std::vector<Call> calls;
 
  private:
   tuner::Evaluator& inner_;
+  std::function<double()> starved_s_;
 };
 
 }  // namespace blocktune::testing

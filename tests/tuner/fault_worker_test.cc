@@ -289,3 +289,31 @@ TEST(InProcessEvaluator, AConfigThatModifiesInputsDoesNotPoisonTheNextOne) {
 
 }  // namespace
 }  // namespace blocktune::tuner
+
+namespace blocktune::tuner {
+namespace {
+
+// matmul declares its inputs and a guard after C; every config of a bucket must pass the
+// canary and checksum checks (no false positives from a real kernel's edge tiles).
+TEST(VerifyConfig, MatmulDeclaresWatchedMemoryAndPassesItsChecks) {
+  const KernelSpec& spec = kernels::MatmulSpec();
+  auto inst = spec.MakeInstance(Problem{DType::kF32, NamedInts({{"m", 13}, {"n", 37}, {"k", 5}})}, 1);
+  const WatchedMemory w = inst->Watched();
+  ASSERT_EQ(w.inputs.size(), 2u);
+  EXPECT_EQ(w.inputs[0].size(), 13u * 5u * 4u);
+  ASSERT_EQ(w.output_guards.size(), 1u);
+  EXPECT_EQ(w.output_guards[0].size(), 64u);
+  const Problem bucket{DType::kF32, NamedInts({{"m", 64}, {"n", 160}, {"k", 64}})};
+  const HardwareProfile hw = HardwareProfile::Detect(1);
+  int checked = 0;
+  for (const Config& c : spec.ConfigSpace()) {
+    if (!spec.ValidateConfig(c, bucket, hw) || c.Get("block_k") != 128) continue;
+    Measurement m;
+    EXPECT_TRUE(VerifyConfig(spec, c, bucket, 1, m)) << c.ToString() << ": " << m.detail;
+    ++checked;
+  }
+  EXPECT_GT(checked, 10);
+}
+
+}  // namespace
+}  // namespace blocktune::tuner

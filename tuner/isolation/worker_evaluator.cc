@@ -15,6 +15,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -44,6 +45,19 @@ int MoveHigh(int fd) {
   const int high = fcntl(fd, F_DUPFD_CLOEXEC, 10);
   close(fd);
   return high;
+}
+
+// Seconds the worker's threads spent runnable but waiting for a CPU (the largest over its
+// threads; /proc/<pid>/task/<tid>/schedstat field 2, in ns). 0 if the kernel does not keep it.
+double StarvedSeconds(pid_t pid) {
+  std::error_code ec;
+  double worst_ns = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream f(task.path() / "schedstat");
+    double on_cpu_ns = 0, waiting_ns = 0;
+    if (f >> on_cpu_ns >> waiting_ns) worst_ns = std::max(worst_ns, waiting_ns);
+  }
+  return worst_ns * 1e-9;
 }
 
 bool OutcomeKeepsWorker(Outcome o) { return o == Outcome::kOk || o == Outcome::kInvalid; }
@@ -325,7 +339,14 @@ WorkerEvaluator::Exchange WorkerEvaluator::RoundTrip(const WorkerRequest& reques
   }
 
   const double start_s = NowSeconds();
-  const double deadline_s = start_s + timeout_s;
+  double deadline_s = start_s + timeout_s;
+  // The limit charges the worker for time it ran or waited on something, not for time a busy
+  // machine kept it off the CPU: on reaching the deadline it is extended by the run-queue wait
+  // the worker accumulated since the request was sent. On an idle machine that is ~0 and the
+  // limit is plain wall time; a spinning config still runs out of it.
+  const pid_t pid = pid_.load();
+  const double starved_at_start_s = StarvedSeconds(pid);
+  last_starved_s_ = 0;
   isolation::FrameReader reader;
   bool exited = false;
   while (true) {
@@ -334,12 +355,24 @@ WorkerEvaluator::Exchange WorkerEvaluator::RoundTrip(const WorkerRequest& reques
       ex.detail = "aborted: the evaluator was stopped while this config ran";
       return ex;
     }
-    const double left_s = deadline_s - NowSeconds();
+    double left_s = deadline_s - NowSeconds();
+    if (left_s <= 0 && !exited) {
+      const double starved_s = StarvedSeconds(pid) - starved_at_start_s;
+      if (starved_s > last_starved_s_ + 1e-3) {
+        deadline_s += starved_s - last_starved_s_;
+        last_starved_s_ = starved_s;
+        left_s = deadline_s - NowSeconds();
+      }
+    }
     if (left_s <= 0) {
       KillAndReap();
       ex.outcome = Outcome::kTimeout;
       char buf[128];
       std::snprintf(buf, sizeof buf, "no verdict within %.3f s; worker killed (SIGKILL)", timeout_s);
+      if (last_starved_s_ > 0.01) {
+        std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf), " after %.3f s more it spent waiting for a CPU",
+                      last_starved_s_);
+      }
       ex.detail = buf;
       return ex;
     }
@@ -412,14 +445,17 @@ WorkerEvaluator::Exchange WorkerEvaluator::RoundTrip(const WorkerRequest& reques
     }
     if (!channel_eof) continue;
 
-    // No verdict and the channel is closed: the worker is dying or dead. Collect how.
+    // No verdict and the channel is closed: the worker is dying or dead. Collect how, allowing
+    // 0.5 s past the deadline for an exit already under way (a loaded machine can take that
+    // long to finish tearing a process down).
     bool timed_out = false;
-    const int status = WaitExit(deadline_s, timed_out);
+    const int status = WaitExit(std::max(deadline_s, NowSeconds() + 0.5), timed_out);
     const std::string tail = OutputTail();
     if (aborted_) {
       ex.detail = "aborted: the evaluator was stopped while this config ran";
     } else if (timed_out) {
-      ex.detail = "worker closed its channel without a verdict and did not exit; killed" + tail;
+      ex.outcome = Outcome::kTimeout;
+      ex.detail = "worker closed its channel without a verdict and was still running at the limit; killed" + tail;
     } else if (WIFSIGNALED(status)) {
       const int sig = WTERMSIG(status);
       ex.outcome = Outcome::kCrashed;

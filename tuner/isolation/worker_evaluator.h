@@ -32,7 +32,9 @@ namespace blocktune::tuner {
 struct WorkerOptions {
   // The worker executable; empty = blocktune-worker next to this program (/proc/self/exe).
   std::string worker_path;
-  // Wall-clock limit per request in seconds; 0 = derived from the request (DefaultTimeout).
+  // Limit per config in seconds (an interleaved request gets it once per config); 0 = derived
+  // from the request (DefaultTimeout). It is wall time, extended by any time the worker spent
+  // runnable but waiting for a CPU, so a loaded machine does not turn slow starts into timeouts.
   double timeout_s = 0;
   // Floor of the derived limit: start-up, reference computation and a loaded machine all fit.
   double min_timeout_s = 10;
@@ -78,6 +80,8 @@ class WorkerEvaluator : public Evaluator {
   // For tests and logs.
   pid_t worker_pid() const { return pid_.load(); }
   int64_t workers_started() const { return workers_started_; }
+  // Run-queue wait of the worker during the last request, by which its deadline was extended.
+  double last_starved_s() const { return last_starved_s_; }
   const WorkerOptions& options() const { return options_; }
 
  private:
@@ -110,6 +114,7 @@ class WorkerEvaluator : public Evaluator {
   int pidfd_ = -1;
   std::string output_tail_;     // last kOutputTailBytes of the worker's stdout/stderr
   int64_t workers_started_ = 0;
+  double last_starved_s_ = 0;
 };
 
 }  // namespace blocktune::tuner
