@@ -295,6 +295,27 @@ namespace {
 
 // matmul declares its inputs and a guard after C; every config of a bucket must pass the
 // canary and checksum checks (no false positives from a real kernel's edge tiles).
+TEST(VerifyConfig, GroupedMatmulPassesItsWatchedMemoryChecks) {
+  const KernelSpec* spec = FindKernel("grouped_matmul");
+  ASSERT_NE(spec, nullptr);
+  const HardwareProfile hw = HardwareProfile::Detect(1);
+  auto [bucket_id, bucket] = spec->Bucket(Problem{DType::kF32, NamedInts({{"groups", 4}, {"m", 200}, {"k", 64}, {"n", 96}})});
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    bucket.dtype = dtype;
+    auto inst = spec->MakeInstance(bucket, 1);
+    EXPECT_EQ(inst->Watched().inputs.size(), 3u);
+    EXPECT_EQ(inst->Watched().output_guards.size(), 1u);
+    int checked = 0;
+    for (const Config& c : spec->ConfigSpace()) {
+      if (!spec->ValidateConfig(c, bucket, hw) || checked >= 12) continue;
+      Measurement m;
+      EXPECT_TRUE(VerifyConfig(*spec, c, bucket, 1, m)) << DTypeName(dtype) << " " << c.ToString() << ": " << m.detail;
+      ++checked;
+    }
+    EXPECT_GT(checked, 0);
+  }
+}
+
 TEST(VerifyConfig, MatmulDeclaresWatchedMemoryAndPassesItsChecks) {
   const KernelSpec& spec = kernels::MatmulSpec();
   auto inst = spec.MakeInstance(Problem{DType::kF32, NamedInts({{"m", 13}, {"n", 37}, {"k", 5}})}, 1);
@@ -303,16 +324,18 @@ TEST(VerifyConfig, MatmulDeclaresWatchedMemoryAndPassesItsChecks) {
   EXPECT_EQ(w.inputs[0].size(), 13u * 5u * 4u);
   ASSERT_EQ(w.output_guards.size(), 1u);
   EXPECT_EQ(w.output_guards[0].size(), 64u);
-  const Problem bucket{DType::kF32, NamedInts({{"m", 64}, {"n", 160}, {"k", 64}})};
   const HardwareProfile hw = HardwareProfile::Detect(1);
-  int checked = 0;
-  for (const Config& c : spec.ConfigSpace()) {
-    if (!spec.ValidateConfig(c, bucket, hw) || c.Get("block_k") != 128) continue;
-    Measurement m;
-    EXPECT_TRUE(VerifyConfig(spec, c, bucket, 1, m)) << c.ToString() << ": " << m.detail;
-    ++checked;
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const Problem bucket{dtype, NamedInts({{"m", 64}, {"n", 160}, {"k", 64}})};
+    int checked = 0;
+    for (const Config& c : spec.ConfigSpace()) {
+      if (!spec.ValidateConfig(c, bucket, hw) || c.Get("block_k") != 128) continue;
+      Measurement m;
+      EXPECT_TRUE(VerifyConfig(spec, c, bucket, 1, m)) << DTypeName(dtype) << " " << c.ToString() << ": " << m.detail;
+      ++checked;
+    }
+    EXPECT_GT(checked, 10);
   }
-  EXPECT_GT(checked, 10);
 }
 
 }  // namespace

@@ -318,6 +318,7 @@ WorkerEvaluator::Exchange WorkerEvaluator::RoundTrip(const WorkerRequest& reques
   Exchange ex;
   const std::string frame = isolation::Frame(isolation::EncodeRequest(request));
   aborted_ = false;
+  output_tail_.clear();  // a detail quotes only what the worker printed for this request
   for (int attempt = 0;; ++attempt) {
     if (auto s = EnsureWorker(); !s) {
       ex.detail = s.error().message;
