@@ -368,10 +368,10 @@ WorkerEvaluator::Exchange WorkerEvaluator::RoundTrip(const WorkerRequest& reques
     if (left_s <= 0) {
       KillAndReap();
       ex.outcome = Outcome::kTimeout;
-      char buf[128];
+      char buf[160];
       std::snprintf(buf, sizeof buf, "no verdict within %.3f s; worker killed (SIGKILL)", timeout_s);
       if (last_starved_s_ > 0.01) {
-        std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf), " after %.3f s more it spent waiting for a CPU",
+        std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf), " (limit extended by the %.3f s it spent waiting for a CPU)",
                       last_starved_s_);
       }
       ex.detail = buf;
