@@ -10,6 +10,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <thread>
 
@@ -106,6 +108,8 @@ TEST(WorkerEvaluator, WorkerInheritsOnlyItsChannelAndStdio) {
   // A descriptor the test opens without O_CLOEXEC, as a careless library in the daemon might.
   const int leaky = open("/dev/null", O_RDONLY);
   ASSERT_GE(leaky, 0);
+  setenv("BLOCKTUNE_TEST_MARKER", "1", 1);
+  setenv("BLOCKTUNE_TOKEN", "secret", 1);
   WorkerEvaluator worker(TestOptions());
   Measurement m;
   worker.Measure(FaultRequest(Fault::kNone, 0), Id(3), m);
@@ -118,6 +122,11 @@ TEST(WorkerEvaluator, WorkerInheritsOnlyItsChannelAndStdio) {
   }
   close(leaky);
   EXPECT_EQ(fds, (std::set<int>{0, 1, 2, 3}));
+  std::ifstream environ_file("/proc/" + std::to_string(pid) + "/environ");
+  const std::string worker_env((std::istreambuf_iterator<char>(environ_file)), std::istreambuf_iterator<char>());
+  EXPECT_NE(worker_env.find("BLOCKTUNE_TEST_MARKER=1"), std::string::npos);  // the environment is passed on
+  EXPECT_EQ(worker_env.find("BLOCKTUNE_TOKEN="), std::string::npos);         // but not the API token
+  unsetenv("BLOCKTUNE_TOKEN");
   EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/fd/0"), "/dev/null");
   EXPECT_EQ(std::filesystem::read_symlink("/proc/" + std::to_string(pid) + "/fd/3").string().rfind("socket:", 0), 0u);
 }

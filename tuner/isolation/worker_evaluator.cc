@@ -235,8 +235,14 @@ Status WorkerEvaluator::Spawn() {
   const std::string limit = std::to_string(std::max<int64_t>(options_.memory_limit_bytes, 0));
   std::vector<char*> argv = {resolved_path_.data(), const_cast<char*>("--parent-pid"), const_cast<char*>(parent.c_str()),
                              const_cast<char*>("--memory-limit-bytes"), const_cast<char*>(limit.c_str()), nullptr};
+  // The daemon's environment minus its API token: a worker runs kernels, not HTTP requests.
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (std::strncmp(*e, "BLOCKTUNE_TOKEN=", 16) != 0) env.push_back(*e);
+  }
+  env.push_back(nullptr);
   pid_t pid = 0;
-  const int rc = posix_spawn(&pid, resolved_path_.c_str(), &actions, &attr, argv.data(), environ);
+  const int rc = posix_spawn(&pid, resolved_path_.c_str(), &actions, &attr, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   close(child_channel);
