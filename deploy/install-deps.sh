@@ -15,6 +15,7 @@ packages=(
   libopenblas-dev   # baseline for benchmarks only; blocktune never links it into a product
   curl              # used by e2e scripts and the README's smoke check
   python3           # the e2e test checks the generated Python tables
+  procps            # ps: the fault-worker e2e test watches the daemon's child processes
 )
 
 missing=()

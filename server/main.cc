@@ -2,7 +2,8 @@
 // and stores everything in one SQLite file.
 //
 // Exit codes: 0 clean shutdown, 2 bad command line, 3 database unreadable or corrupt (left
-// untouched), 4 database schema newer than this build, 5 cannot listen, 6 token problem.
+// untouched), 4 database schema newer than this build, 5 cannot listen, 6 token problem,
+// 7 worker executable missing.
 #include <CLI/CLI.hpp>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -17,6 +18,7 @@
 #include "server/http.h"
 #include "server/service.h"
 #include "server/token.h"
+#include "tuner/isolation/worker_evaluator.h"
 
 namespace {
 
@@ -25,6 +27,7 @@ constexpr int kExitDatabase = 3;
 constexpr int kExitSchemaTooNew = 4;
 constexpr int kExitListen = 5;
 constexpr int kExitToken = 6;
+constexpr int kExitWorker = 7;
 
 }  // namespace
 
@@ -51,6 +54,15 @@ int main(int argc, char** argv) {
   app.add_option("--min-repetition-ms", min_repetition_ms, "minimum length of one timed repetition")
       ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
   app.add_option("--repetitions", repetitions, "timed repetitions per config")->capture_default_str()->check(CLI::Range(1, 1000));
+  bool in_process = false;
+  tuner::WorkerOptions worker_options;
+  int64_t worker_memory_mb = 0;
+  app.add_flag("--in-process", in_process, "run configs inside the daemon instead of worker processes (debugging only: a crashing config takes the daemon down)");
+  app.add_option("--worker", worker_options.worker_path, "worker executable; default: blocktune-worker next to blocktuned");
+  app.add_option("--worker-timeout-s", worker_options.timeout_s, "per-config time limit in seconds; 0 = derived from the config's expected cost, at least 10 s")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e7));
+  app.add_option("--worker-memory-mb", worker_memory_mb, "worker address-space limit (RLIMIT_AS) in MiB; 0 = half the physical memory, -1 = none")
+      ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -84,7 +96,19 @@ int main(int argc, char** argv) {
     return kExitToken;
   }
 
+  worker_options.memory_limit_bytes = worker_memory_mb < 0 ? -1 : worker_memory_mb << 20;
+  if (!in_process) {
+    auto worker_path = tuner::LocateWorker(worker_options.worker_path);
+    if (!worker_path) {
+      spdlog::critical("{} (or pass --in-process)", worker_path.error().message);
+      return kExitWorker;
+    }
+    worker_options.worker_path = *worker_path;
+  }
+  tuner::WorkerEvaluator worker(worker_options);  // outlives the service, which uses it
+
   server::ServiceOptions service_options;
+  if (!in_process) service_options.sweep.evaluator = &worker;
   service_options.sweep.timing.min_repetition_ns = min_repetition_ms * 1e6;
   service_options.sweep.timing.repetitions = repetitions;
   server::Service service(std::move(*store), service_options);

@@ -4,6 +4,8 @@
 #include <map>
 #include <string>
 
+#include "tuner/verify/watch.h"
+
 namespace blocktune::tuner {
 namespace {
 
@@ -20,6 +22,8 @@ class ReferenceCache {
     inst->RunReference();
     return (cache_[key] = std::move(inst)).get();
   }
+  // Drops an instance whose inputs a kernel modified: its reference no longer matches them.
+  void Evict(const KernelSpec& spec, const Problem& p) { cache_.erase(std::string(spec.name()) + "|" + p.ToString()); }
 
  private:
   std::map<std::string, std::unique_ptr<KernelInstance>> cache_;
@@ -33,11 +37,19 @@ std::string Describe(const VerifyReport& r) {
 
 bool VerifyWith(ReferenceCache& cache, const KernelSpec& spec, const Config& config, const Problem& bucket_problem,
                 int threads, Measurement& m) {
-  KernelInstance* inst = cache.Get(spec, spec.VerificationProblem(config, bucket_problem));
+  const Problem problem = spec.VerificationProblem(config, bucket_problem);
+  KernelInstance* inst = cache.Get(spec, problem);
   inst->PoisonOutputs();
+  const RunWatch watch(*inst);  // input checksums and output guard canaries
   if (auto s = inst->Run(config, threads); !s) {
     m.outcome = Outcome::kInvalid;
     m.detail = s.error().message;
+    return false;
+  }
+  if (auto v = watch.Check()) {
+    m.outcome = Outcome::kWrongResult;
+    m.detail = "verification failed: " + v->detail;
+    if (v->inputs_modified) cache.Evict(spec, problem);
     return false;
   }
   const VerifyReport r = inst->Verify();

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +52,15 @@ struct Tolerance {
 // Compares `out` against `ref` element by element.
 VerifyReport Compare(const float* out, const float* ref, int64_t n, Tolerance tol);
 
+// Memory the verifier watches around one run besides comparing outputs (tuner/verify): every
+// input is checksummed before and after (a kernel must not write its inputs), and every output
+// guard (slack bytes allocated right after an output) is filled with a canary before and must
+// be intact after, which catches writes past the end that do not fault.
+struct WatchedMemory {
+  std::vector<std::span<const std::byte>> inputs;
+  std::vector<std::span<std::byte>> output_guards;
+};
+
 // A problem with allocated, initialised inputs and outputs, ready to run many configs.
 class KernelInstance {
  public:
@@ -62,6 +73,8 @@ class KernelInstance {
   virtual void PoisonOutputs() = 0;
   // Kernel outputs vs reference outputs (RunReference must have run).
   virtual VerifyReport Verify() const = 0;
+  // Optional: inputs and output guards for the verifier's extra checks; none by default.
+  virtual WatchedMemory Watched() { return {}; }
 };
 
 class KernelSpec {

@@ -14,6 +14,7 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <span>
 #include <vector>
 
 #include "kernels/core/dtype.h"
@@ -72,7 +73,7 @@ class GroupedMatmulInstance final : public KernelInstance {
         group_sizes_(GroupedMatmulSkewedGroupSizes(shape.m, shape.groups, seed)),
         lhs_(static_cast<size_t>(shape.m * shape.k)),
         rhs_(static_cast<size_t>(shape.groups * shape.k * shape.n)),
-        out_(static_cast<size_t>(shape.m * shape.n)),
+        out_(static_cast<size_t>(shape.m * shape.n + kGuardFloats)),
         ref_(static_cast<size_t>(shape.m * shape.n)) {
     // A second stream for the values, so group sizes and data do not share draws.
     SplitMix64 rng(seed ^ 0x6a09e667f3bcc908ull);
@@ -101,7 +102,21 @@ class GroupedMatmulInstance final : public KernelInstance {
   void PoisonOutputs() override { std::fill(out_.begin(), out_.end(), std::numeric_limits<float>::quiet_NaN()); }
 
   VerifyReport Verify() const override {
-    return Compare(out_.data(), ref_.data(), static_cast<int64_t>(out_.size()), GroupedMatmulTolerance(shape_.k));
+    return Compare(out_.data(), ref_.data(), static_cast<int64_t>(ref_.size()), GroupedMatmulTolerance(shape_.k));
+  }
+
+  WatchedMemory Watched() override {
+    WatchedMemory w;
+    w.inputs = {std::as_bytes(std::span<const int32_t>(group_sizes_))};
+    if (dtype_ == DType::kBF16) {
+      w.inputs.push_back(std::as_bytes(std::span<const uint16_t>(lhs_bf16_)));
+      w.inputs.push_back(std::as_bytes(std::span<const uint16_t>(rhs_bf16_)));
+    } else {
+      w.inputs.push_back(std::as_bytes(std::span<const float>(lhs_)));
+      w.inputs.push_back(std::as_bytes(std::span<const float>(rhs_)));
+    }
+    w.output_guards = {std::as_writable_bytes(std::span<float>(out_).subspan(ref_.size()))};
+    return w;
   }
 
  private:
@@ -120,7 +135,9 @@ class GroupedMatmulInstance final : public KernelInstance {
   DType dtype_;
   GroupedMatmulShape shape_;
   std::vector<int32_t> group_sizes_;
-  std::vector<float> lhs_, rhs_, out_, ref_;
+  // 64 bytes after the output for the verifier's canary (see matmul's MatmulInstance).
+  static constexpr int64_t kGuardFloats = 16;
+  std::vector<float> lhs_, rhs_, out_, ref_;  // out_ ends with the guard
   std::vector<uint16_t> lhs_bf16_, rhs_bf16_;
 };
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/core/random.h"
@@ -39,7 +40,7 @@ class MatmulInstance final : public KernelInstance {
         dtype_(dtype),
         a_(static_cast<size_t>(shape.m * shape.k)),
         b_(static_cast<size_t>(shape.k * shape.n)),
-        c_(static_cast<size_t>(shape.m * shape.n)),
+        c_(static_cast<size_t>(shape.m * shape.n + kGuardFloats)),
         ref_(static_cast<size_t>(shape.m * shape.n)) {
     SplitMix64 rng(seed);
     for (float& x : a_) x = rng.NextSigned();
@@ -64,13 +65,27 @@ class MatmulInstance final : public KernelInstance {
   void PoisonOutputs() override { std::fill(c_.begin(), c_.end(), std::numeric_limits<float>::quiet_NaN()); }
 
   VerifyReport Verify() const override {
-    return Compare(c_.data(), ref_.data(), static_cast<int64_t>(c_.size()), MatmulTolerance(shape_.k));
+    return Compare(c_.data(), ref_.data(), static_cast<int64_t>(ref_.size()), MatmulTolerance(shape_.k));
+  }
+
+  WatchedMemory Watched() override {
+    WatchedMemory w;
+    if (dtype_ == DType::kBF16) {
+      w.inputs = {std::as_bytes(std::span<const BF16>(a16_)), std::as_bytes(std::span<const BF16>(b16_))};
+    } else {
+      w.inputs = {std::as_bytes(std::span<const float>(a_)), std::as_bytes(std::span<const float>(b_))};
+    }
+    w.output_guards = {std::as_writable_bytes(std::span<float>(c_).subspan(ref_.size()))};
+    return w;
   }
 
  private:
   MatmulShape shape_;
   DType dtype_;
-  std::vector<float> a_, b_, c_, ref_;  // a_, b_: f32 values of the kernel's inputs
+  // 16 floats (64 bytes, one store of the widest vector) after C for the verifier's canary: an
+  // edge tile that stores a full vector past the last column is caught without faulting.
+  static constexpr int64_t kGuardFloats = 16;
+  std::vector<float> a_, b_, c_, ref_;  // a_, b_: f32 values of the kernel's inputs; c_ has the guard at its end
   std::vector<BF16> a16_, b16_;         // bf16 storage when dtype_ is bf16
 };
 

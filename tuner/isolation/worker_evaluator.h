@@ -1,0 +1,120 @@
+// WorkerEvaluator: an Evaluator that runs every config in a separate worker process, so a
+// config that segfaults, hangs, exhausts memory or scribbles over the process becomes a
+// recorded outcome instead of taking the daemon (and its SQLite handle) down.
+//
+// The worker is blocktune-worker, started with posix_spawn (fork+exec in one step, no copy of
+// the daemon's threads or heap): stdin is /dev/null, stdout and stderr go to a pipe this side
+// drains while a request is in flight (a flooding kernel never blocks, and the last bytes are
+// kept for the outcome's detail), the channel is a socketpair end on descriptor 3, and every
+// other descriptor is closed. The worker is reused while it returns verdicts and is replaced
+// lazily after anything else: a timeout (SIGKILL, then reaped), a crash, an out-of-memory exit,
+// a protocol error, or a verdict other than ok / invalid (a config that produced garbage may
+// also have corrupted the worker's memory). Every child is reaped; none outlives this object.
+//
+// One thread at a time may call Measure / MeasureInterleaved (the daemon's job runner); Abort
+// may be called from any thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "kernels/core/result.h"
+#include "tuner/evaluator.h"
+#include "tuner/isolation/protocol.h"
+
+namespace blocktune::tuner {
+
+struct WorkerOptions {
+  // The worker executable; empty = blocktune-worker next to this program (/proc/self/exe).
+  std::string worker_path;
+  // Limit per config in seconds (an interleaved request gets it once per config); 0 = derived
+  // from the request (DefaultTimeout). It is wall time, extended by any time the worker spent
+  // runnable but waiting for a CPU, so a loaded machine does not turn slow starts into timeouts.
+  double timeout_s = 0;
+  // Floor of the derived limit: start-up, reference computation and a loaded machine all fit.
+  double min_timeout_s = 10;
+  // RLIMIT_AS of the worker in bytes; 0 = half the machine's physical memory (at least 2 GiB),
+  // negative = no limit.
+  int64_t memory_limit_bytes = 0;
+};
+
+// The default per-request limit: 10x a pessimistic estimate of the work, at least
+// min_timeout_s. The estimate assumes 1 GFLOP/s and 1 GB/s, ~1/200 of one core of the machine
+// this was written on, so only a config hundreds of times slower than a good one is cut; per
+// config it allows a verification call, calibration (~3 calls) and every repetition, each at
+// least min_repetition_ns long.
+double DefaultTimeout(const EvalRequest& request, size_t configs, double min_timeout_s);
+
+// The physical memory of the machine in bytes (sysconf), 0 if unknown.
+int64_t PhysicalMemoryBytes();
+
+// "blocktune-worker" next to the running executable, or `path` if given; an error if it is not
+// an executable file (so a daemon can refuse to start instead of failing every config).
+Result<std::string> LocateWorker(const std::string& path);
+
+// "SIGSEGV" for 11, ...; "signal N" for ones without a name here.
+std::string SignalName(int signal);
+
+class WorkerEvaluator : public Evaluator {
+ public:
+  explicit WorkerEvaluator(WorkerOptions options);
+  ~WorkerEvaluator() override;  // SIGKILLs and reaps the worker, if any
+  WorkerEvaluator(const WorkerEvaluator&) = delete;
+  WorkerEvaluator& operator=(const WorkerEvaluator&) = delete;
+
+  void Measure(const EvalRequest& request, const Config& config, Measurement& m) override;
+  // One request for all configs. If the worker dies during it, each config is re-measured on
+  // its own so only the one responsible gets the bad outcome.
+  std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
+                                              const std::vector<Config>& configs) override;
+
+  // Kills the worker; a request in flight ends at once with worker_lost ("aborted"). Safe from
+  // any thread, e.g. to stop a daemon without waiting for a long config.
+  void Abort();
+
+  // For tests and logs.
+  pid_t worker_pid() const { return pid_.load(); }
+  int64_t workers_started() const { return workers_started_; }
+  // Run-queue wait of the worker during the last request, by which its deadline was extended.
+  double last_starved_s() const { return last_starved_s_; }
+  const WorkerOptions& options() const { return options_; }
+
+ private:
+  // What one round trip produced: the worker's response, or the outcome that replaces it.
+  struct Exchange {
+    bool ok = false;
+    isolation::WorkerResponse response;
+    Outcome outcome = Outcome::kWorkerLost;
+    std::string detail;
+  };
+
+  Exchange RoundTrip(const isolation::WorkerRequest& request, double timeout_s);
+  Status EnsureWorker();
+  Status Spawn();
+  // SIGKILL (if still running), reap, close descriptors. Returns the wait status, -1 if none.
+  int KillAndReap();
+  // Blocks until the worker exits (it already closed its channel) or the deadline passes.
+  int WaitExit(double deadline_s, bool& timed_out);
+  void DrainOutput();
+  std::string OutputTail() const;
+  void CloseDescriptors();
+
+  WorkerOptions options_;
+  std::string resolved_path_;
+  std::mutex mu_;                // guards pid_ against Abort racing a reap
+  std::atomic<pid_t> pid_{0};
+  std::atomic<bool> aborted_{false};
+  int channel_fd_ = -1;
+  int output_fd_ = -1;
+  int pidfd_ = -1;
+  std::string output_tail_;     // last kOutputTailBytes of the worker's stdout/stderr
+  int64_t workers_started_ = 0;
+  double last_starved_s_ = 0;
+};
+
+}  // namespace blocktune::tuner
