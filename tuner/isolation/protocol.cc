@@ -128,6 +128,7 @@ std::string EncodeResponse(const WorkerResponse& r) {
   Json j = {{"v", kProtocolVersion}, {"results", std::move(results)}};
   if (!r.error.empty()) j["error"] = r.error;
   if (!r.fatal.empty()) j["fatal"] = r.fatal;
+  if (r.ready) j["ready"] = true;
   // A kernel's detail text may hold invalid UTF-8; replace rather than fail to encode.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
@@ -139,6 +140,7 @@ Result<WorkerResponse> DecodeResponse(std::string_view payload) {
   WorkerResponse r;
   r.error = j.value("error", std::string());
   r.fatal = j.value("fatal", std::string());
+  r.ready = j.value("ready", false);
   const Json results = j.value("results", Json::array());
   if (!results.is_array()) return InvalidArgument("results must be an array", "results");
   for (size_t i = 0; i < results.size(); ++i) {

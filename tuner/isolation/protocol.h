@@ -48,6 +48,10 @@ struct WorkerRequest {
 struct WorkerResponse {
   std::string error;  // the worker could not serve the request (unknown kernel, bad request)
   std::string fatal;  // "out_of_memory": sent by the worker's new_handler just before it exits
+  // The worker's first frame, sent once it is set up and before it reads a request: the
+  // parent starts a config's clock only after it, so exec, dynamic loading and start-up on a
+  // loaded machine are never charged to the config that happens to follow a respawn.
+  bool ready = false;
   std::vector<Measurement> results;  // one per request config, in order
 };
 

@@ -116,6 +116,9 @@ int RunWorker(int argc, char** argv, const KernelLookup& lookup) {
   std::set_new_handler(OnOutOfMemory);
 
   InProcessEvaluator evaluator;  // kept across requests: references are computed once per problem
+  WorkerResponse ready;
+  ready.ready = true;
+  if (!WriteFrame(kWorkerChannelFd, EncodeResponse(ready))) return 0;  // parent gone
   while (true) {
     auto payload = ReadFrame(kWorkerChannelFd);
     if (!payload) {

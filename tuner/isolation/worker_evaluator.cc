@@ -264,7 +264,47 @@ Status WorkerEvaluator::Spawn() {
   }
   ++workers_started_;
   spdlog::debug("worker started pid={} path={} memory_limit_bytes={}", pid, resolved_path_, limit);
+  if (auto s = AwaitReady(); !s) {
+    spdlog::warn("worker not ready pid={} error=\"{}\"", pid, s.error().message);
+    KillAndReap();
+    return s;
+  }
   return {};
+}
+
+Status WorkerEvaluator::AwaitReady() {
+  const double deadline_s = NowSeconds() + options_.startup_timeout_s;
+  isolation::FrameReader reader;
+  char buf[4096];
+  while (true) {
+    const double left_s = deadline_s - NowSeconds();
+    if (left_s <= 0) {
+      return MakeError(ErrorCode::kDeadlineExceeded, "worker did not start within " +
+                                                         std::to_string(options_.startup_timeout_s) + " s" +
+                                                         OutputTail());
+    }
+    pollfd fds[2];
+    nfds_t n = 0;
+    fds[n++] = pollfd{channel_fd_, POLLIN, 0};
+    if (output_fd_ >= 0) fds[n++] = pollfd{output_fd_, POLLIN, 0};
+    if (poll(fds, n, static_cast<int>(left_s * 1000.0) + 1) < 0 && errno != EINTR) {
+      return MakeError(ErrorCode::kUnavailable, std::string("poll failed: ") + std::strerror(errno));
+    }
+    DrainOutput();
+    const ssize_t r = recv(channel_fd_, buf, sizeof buf, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+      return MakeError(ErrorCode::kUnavailable, "worker exited during start-up" + OutputTail());
+    }
+    if (r > 0) reader.Append(buf, static_cast<size_t>(r));
+    auto payload = reader.Next();
+    if (!payload) return MakeError(ErrorCode::kUnavailable, "protocol error at start-up: " + payload.error().message);
+    if (!*payload) continue;
+    auto hello = isolation::DecodeResponse(**payload);
+    if (!hello || !hello->ready || !reader.empty()) {
+      return MakeError(ErrorCode::kUnavailable, "worker did not say it was ready (protocol mismatch?)");
+    }
+    return {};
+  }
 }
 
 void WorkerEvaluator::DrainOutput() {

@@ -38,6 +38,9 @@ struct WorkerOptions {
   double timeout_s = 0;
   // Floor of the derived limit: start-up, reference computation and a loaded machine all fit.
   double min_timeout_s = 10;
+  // How long a fresh worker may take to say it is ready (exec, loading, set-up). Not charged to
+  // any config: a worker that misses it is killed and the spawn fails.
+  double startup_timeout_s = 30;
   // RLIMIT_AS of the worker in bytes; 0 = half the machine's physical memory (at least 2 GiB),
   // negative = no limit.
   int64_t memory_limit_bytes = 0;
@@ -96,6 +99,8 @@ class WorkerEvaluator : public Evaluator {
   Exchange RoundTrip(const isolation::WorkerRequest& request, double timeout_s);
   Status EnsureWorker();
   Status Spawn();
+  // Waits for the fresh worker's ready frame (WorkerOptions::startup_timeout_s).
+  Status AwaitReady();
   // SIGKILL (if still running), reap, close descriptors. Returns the wait status, -1 if none.
   int KillAndReap();
   // Blocks until the worker exits (it already closed its channel) or the deadline passes.
