@@ -14,7 +14,9 @@ packages=(
   libcli11-dev
   libopenblas-dev   # baseline for benchmarks only; blocktune never links it into a product
   curl              # used by e2e scripts and the README's smoke check
-  python3           # the e2e test checks the generated Python tables
+  python3           # the e2e test checks the generated Python tables; malformed-request corpus
+  wrk               # deploy/bench-lookup.sh: lookup throughput vs a bare cpp-httplib server
+  clang-14 libclang-rt-14-dev  # deploy/fuzz-request.sh: libFuzzer target on request decoding
 )
 
 missing=()

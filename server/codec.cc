@@ -1,6 +1,10 @@
 // JSON encoding and decoding for the HTTP API; see codec.h.
 #include "server/codec.h"
 
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
 namespace blocktune::wire {
 namespace {
 
@@ -500,6 +504,102 @@ Json EncodeLookup(const tuner::LookupAnswer& a) {
   return j;
 }
 
+namespace {
+
+// JSON string literal: quotes, backslashes and control characters escaped; bytes outside
+// ASCII become U+FFFD (none of our keys, kernels, buckets or timestamps have any, and a
+// hardware key from a query is echoed only after the same substitution Dump() makes).
+void AppendString(std::string& out, std::string_view s) {
+  out += '"';
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (u < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", u);
+      out += buf;
+    } else if (u >= 0x80) {
+      out += "\\ufffd";
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+}
+
+void AppendInt(std::string& out, int64_t v) {
+  char buf[24];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, end);
+}
+
+// Shortest representation that round-trips, like nlohmann's dump; always with a '.' or an
+// exponent so the value stays a JSON float ("0.0", not "0").
+void AppendDouble(std::string& out, double v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  std::string_view text(buf, static_cast<size_t>(end - buf));
+  out += text;
+  if (text.find_first_of(".eEn") == std::string_view::npos) out += ".0";
+}
+
+}  // namespace
+
+std::string EncodeLookupText(const tuner::LookupAnswer& a) {
+  std::string out;
+  out.reserve(384);
+  out += "{\"kernel\":";
+  AppendString(out, a.kernel);
+  out += ",\"config\":{";
+  bool first = true;
+  for (const auto& [name, value] : a.config.values()) {
+    if (!first) out += ',';
+    first = false;
+    AppendString(out, name);
+    out += ':';
+    AppendInt(out, value);
+  }
+  out += "},\"source\":";
+  AppendString(out, tables::SourceName(a.source));
+  out += ",\"hardware\":";
+  AppendString(out, a.hardware);
+  out += ",\"bucket\":";
+  AppendString(out, a.bucket);
+  out += ",\"matched_bucket\":";
+  AppendString(out, a.matched_bucket);
+  out += ",\"median_ns\":";
+  AppendDouble(out, a.median_ns);
+  out += ",\"samples\":";
+  AppendInt(out, a.samples);
+  out += ",\"sweep_id\":";
+  AppendInt(out, a.sweep_id);
+  out += ",\"measurement_id\":";
+  AppendInt(out, a.measurement_id);
+  out += ",\"measured_at\":";
+  AppendString(out, a.measured_at);
+  if (a.source == tables::Source::kOverride) {
+    out += ",\"override\":{\"id\":";
+    AppendInt(out, a.override_id);
+    out += ",\"reason\":";
+    AppendString(out, a.reason);
+    out += ",\"expires_at\":";
+    if (a.expires_at.empty()) {
+      out += "null";
+    } else {
+      AppendString(out, a.expires_at);
+    }
+    out += '}';
+  }
+  out += '}';
+  return out;
+}
+
 Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits& limits) {
   if (!j.is_object()) return InvalidArgument("request body must be a JSON object", "body");
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -550,6 +650,11 @@ Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits
     r.threads = static_cast<int>(*threads);
     auto hardware = GetString(q, "hardware", path + ".hardware", std::string());
     if (!hardware) return std::unexpected(hardware.error());
+    for (char c : *hardware) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
+        return InvalidArgument("hardware key may hold only letters, digits, '.', '_' and '-'", path + ".hardware");
+      }
+    }
     r.query.hardware_key = *hardware;
     if (auto c = q.find("config"); c != q.end() && !c->is_null()) {
       auto cfg = DecodeConfigObject(*c, path + ".config");

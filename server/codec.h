@@ -65,6 +65,9 @@ Json EncodeMeasurementPage(const std::vector<tuner::Measurement>& ms, int64_t ne
 Result<std::vector<tuner::Measurement>> DecodeMeasurementPage(const Json& j, int64_t* next_after_id);
 
 Json EncodeLookup(const tuner::LookupAnswer& a);
+// The same document as Dump(EncodeLookup(a)), written directly: lookups are the hot path and
+// building an ordered_json costs ~30 allocations per answer.
+std::string EncodeLookupText(const tuner::LookupAnswer& a);
 Result<tuner::LookupAnswer> DecodeLookup(const Json& j);
 // Batch lookup: {"queries": [{"kernel", "dtype", "dims": {...}, "threads", "hardware", "config"}]}
 struct LookupRequest {

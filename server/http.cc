@@ -430,6 +430,11 @@ void HttpServer::Install() {
     if (!threads) return SendError(res, threads.error());
     auto hardware = StringParam(req, "hardware", "", 200);
     if (!hardware) return SendError(res, hardware.error());
+    for (char c : *hardware) {
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
+        return SendError(res, Error{ErrorCode::kInvalidArgument, "hardware key may hold only letters, digits, '.', '_' and '-'", "hardware"});
+      }
+    }
     q.hardware_key = *hardware;
     if (req.has_param("config")) {
       auto text = StringParam(req, "config", "", 512);
@@ -440,7 +445,8 @@ void HttpServer::Install() {
     }
     auto a = service_.Lookup(*spec, std::move(q), static_cast<int>(*threads));
     if (!a) return SendError(res, a.error());
-    SendJson(res, 200, wire::EncodeLookup(*a));
+    res.status = 200;
+    res.set_content(wire::EncodeLookupText(*a), "application/json");
   });
 
   on("POST", "/v1/lookup", [this, limits](const httplib::Request& req, httplib::Response& res) {

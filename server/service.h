@@ -98,6 +98,7 @@ class Service {
   std::string db_path_;
   ServiceOptions options_;
   HardwareProfile host_;  // detected once at start; threads set per sweep
+  std::vector<std::string> host_keys_;  // HostKey(t) for t in [0, 256], built once
 
   std::vector<tuner::TunedEntry> checked_in_;  // tables/tuned_entries.jsonl as built in
   mutable std::shared_mutex index_mu_;

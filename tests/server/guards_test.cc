@@ -87,3 +87,37 @@ TEST(Guards, ClipKeepsUtf8Whole) {
 
 }  // namespace
 }  // namespace blocktune::server::guards
+
+#include "server/codec.h"
+
+namespace blocktune::wire {
+namespace {
+
+TEST(Codec, FastLookupTextIsTheSameDocument) {
+  tuner::LookupAnswer a;
+  a.kernel = "matmul";
+  a.config = NamedInts({{"block_m", 96}, {"block_n", 512}, {"block_k", 256}});
+  a.hardware = "x86_64.\"odd\\key\x01\xff";
+  a.bucket = "m64_n64_k64";
+  a.matched_bucket = "m128_n64_k64";
+  a.source = tables::Source::kNearest;
+  a.median_ns = 40391.22113502935;
+  a.samples = 5;
+  a.sweep_id = 3;
+  a.measurement_id = 77;
+  a.measured_at = "2026-11-22T03:01:12.345Z";
+  for (auto source : {tables::Source::kNearest, tables::Source::kOverride, tables::Source::kDefault}) {
+    a.source = source;
+    a.override_id = 9;
+    a.reason = "pinned \"because\"";
+    a.expires_at = source == tables::Source::kOverride ? "" : "2030-01-01T00:00:00.000Z";
+    if (source == tables::Source::kDefault) a.median_ns = 0;
+    const std::string fast = EncodeLookupText(a);
+    const Json parsed = Json::parse(fast, nullptr, false);
+    ASSERT_FALSE(parsed.is_discarded()) << fast;
+    EXPECT_EQ(parsed, Json::parse(Dump(EncodeLookup(a)))) << fast;
+  }
+}
+
+}  // namespace
+}  // namespace blocktune::wire
