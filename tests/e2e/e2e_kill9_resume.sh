@@ -4,13 +4,15 @@
 # sometimes mid-start, sometimes mid-measurement). Then the sweep must finish with every
 # expected (bucket, config) measured exactly once, every ok measurement carrying all its
 # samples, PRAGMA integrity_check ok, and a final SIGTERM must drain and exit 0.
-# Usage: e2e_kill9_resume.sh BUILD_DIR KILLS BUCKETS [BUDGET]
+# Usage: e2e_kill9_resume.sh BUILD_DIR KILLS BUCKETS [BUDGET] [MIN_REPETITION_MS]
+#   BUCKETS matmul buckets m=n=32*2^b, k=32 (b = 0..BUCKETS-1); 180 configs each.
 #   BUDGET 0: exhaustive (every config of every bucket); N: random, N configs per bucket.
 set -euo pipefail
 build=$1
 kills=${2:-20}
 buckets=${3:-3}
 budget=${4:-0}
+min_rep_ms=${5:-2}  # longer repetitions make the sweep outlast the kills on a fast machine
 strategy=exhaustive
 [[ $budget == 0 ]] || strategy=random
 work=$(mktemp -d)
@@ -25,7 +27,7 @@ db=$work/db/blocktune.db
 start_daemon() {
   rm -f "$work/port"
   "$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$db" \
-    --min-repetition-ms 2 --repetitions 3 --log-level warn >>"$work/daemon.log" 2>&1 &
+    --min-repetition-ms "$min_rep_ms" --repetitions 3 --log-level warn >>"$work/daemon.log" 2>&1 &
   daemon_pid=$!
 }
 wait_port() {
@@ -46,17 +48,26 @@ curl -fsS -X POST "$url/v1/sweeps" -H "Authorization: Bearer $token" -H 'Idempot
   -d "{\"kernel\":\"matmul\",\"shapes\":[$shapes],\"strategy\":\"$strategy\",\"budget\":$budget}" >"$work/created.json"
 grep -q '"id":1' "$work/created.json" || { cat "$work/created.json"; exit 1; }
 
-done_before_last_kill=0
-for i in $(seq "$kills"); do
-  # Random moment: 0 to 0.9 s after start (some kills land during start-up and migration).
+# Kill until KILLS of them have landed while the sweep was unfinished (a kill after the end
+# proves nothing); the sweep is sized so that it outlasts them, and the test fails otherwise.
+mid=0
+i=0
+while [[ $mid -lt $kills ]]; do
+  i=$((i + 1))
+  # Random moment: 0 to 0.99 s after start (some kills land during start-up and migration).
   sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
   kill -9 "$daemon_pid" 2>/dev/null || true
   wait "$daemon_pid" 2>/dev/null || true
   daemon_pid=
-  committed=$(sqlite3 "$db" "SELECT COUNT(*) FROM measurements WHERE sweep_id = 1" 2>/dev/null || echo "?")
-  echo "kill $i: $committed measurements committed"
+  state=$(sqlite3 "$db" "SELECT status || ' ' || (SELECT COUNT(*) FROM measurements WHERE sweep_id = 1) FROM sweeps WHERE id = 1" 2>/dev/null || echo "? ?")
+  if [[ ${state%% *} == done ]]; then
+    echo "FAIL: the sweep finished after $mid mid-sweep kills; make it longer"
+    exit 1
+  fi
+  mid=$((mid + 1))
+  echo "kill $mid: SIGKILL with ${state#* } measurements committed"
   start_daemon
-  if [[ $i -lt $kills ]]; then wait_port; fi
+  if [[ $mid -lt $kills ]]; then wait_port; fi
 done
 wait_port
 url="http://127.0.0.1:$(cat "$work/port")"
@@ -91,7 +102,7 @@ progress=$(q "SELECT progress_done || '/' || progress_total FROM sweeps WHERE id
 attempts=$(q "SELECT SUM(attempts) FROM sweep_tasks WHERE sweep_id = 1")
 sweeps=$(q "SELECT COUNT(*) FROM sweeps")
 integrity=$(q "PRAGMA integrity_check")
-echo "kills=$kills expected=$expected stored=$total distinct=$distinct buckets=$nbuckets progress=$progress task_leases=$attempts partial=$partial sweeps=$sweeps integrity=$integrity"
+echo "kills=$mid expected=$expected stored=$total distinct=$distinct buckets=$nbuckets progress=$progress task_leases=$attempts partial=$partial sweeps=$sweeps integrity=$integrity"
 [[ $total == "$expected" ]] || { echo "FAIL: $total measurements stored, expected $expected"; exit 1; }
 [[ $distinct == "$expected" ]] || { echo "FAIL: duplicates"; exit 1; }
 [[ $nbuckets == "$buckets" && $per_bucket_bad == 0 ]] || { echo "FAIL: a bucket is missing configs"; exit 1; }
@@ -107,4 +118,4 @@ rc=0
 wait "$daemon_pid" || rc=$?
 daemon_pid=
 [[ $rc == 0 ]] || { echo "FAIL: SIGTERM exit code $rc"; tail "$work/daemon.log"; exit 1; }
-echo "PASS: $kills SIGKILLs, $expected measurements each exactly once, integrity ok, SIGTERM exit 0"
+echo "PASS: $mid SIGKILLs during the sweep, $expected measurements each exactly once, integrity ok, SIGTERM exit 0"
