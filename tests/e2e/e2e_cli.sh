@@ -27,6 +27,24 @@ sum_before=$(sha256sum "$work/bad/blocktune.db")
 expect_rc 3 "$build/server/blocktuned" --port 0 --db "$work/bad/blocktune.db"
 [[ $(sha256sum "$work/bad/blocktune.db") == "$sum_before" ]] || { echo "FAIL: corrupt database was modified"; exit 1; }
 
+# A real database with a damaged b-tree page (the file header still says SQLite): the
+# integrity check on start catches it; exit 3, file unchanged.
+"$build/server/blocktuned" --port 0 --port-file "$work/dmg.port" --db "$work/dmg/blocktune.db" --log-level warn \
+  >/dev/null 2>&1 &
+dmg_pid=$!
+for _ in $(seq 200); do [[ -s $work/dmg.port ]] && break; sleep 0.05; done
+kill -TERM "$dmg_pid"
+wait "$dmg_pid"
+pages=$(sqlite3 "$work/dmg/blocktune.db" "PRAGMA page_count")
+[[ $pages -gt 3 ]]
+# Page 2 is the first table's b-tree root; overwrite its page header and cell pointers.
+printf '\x0d\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff' |
+  dd of="$work/dmg/blocktune.db" bs=1 seek=4096 conv=notrunc status=none
+sum_before=$(sha256sum "$work/dmg/blocktune.db")
+expect_rc 3 "$build/server/blocktuned" --port 0 --db "$work/dmg/blocktune.db"
+grep -qi "integrity\|malformed\|corrupt" "$work/err" "$work/out" || { echo "FAIL: no integrity message"; cat "$work/err"; exit 1; }
+[[ $(sha256sum "$work/dmg/blocktune.db") == "$sum_before" ]] || { echo "FAIL: damaged database was modified"; exit 1; }
+
 "$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$work/db/blocktune.db" \
   --min-repetition-ms 1 --repetitions 2 --log-level warn >"$work/daemon.log" 2>&1 &
 daemon_pid=$!
