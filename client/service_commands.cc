@@ -502,7 +502,7 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   meas_cmd->add_option("id", sweeps->id, "sweep id")->required();
   meas_cmd->add_option("--limit", sweeps->limit, "page size (max 1000)")->capture_default_str();
   meas_cmd->add_option("--after", sweeps->after, "start after this measurement id")->capture_default_str();
-  meas_cmd->add_flag("--all", sweeps->all, "follow pages to the end");
+  meas_cmd->add_flag("--all", sweeps->all, "follow pages to the end (with --json: one page per line)");
 
   auto lookup = std::make_shared<LookupArgs>();
   auto* lookup_cmd = app.add_subcommand("lookup", "best config for a problem, from blocktuned (says where it came from)");
