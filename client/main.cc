@@ -1,13 +1,14 @@
-// blocktune: the command-line client. `sweep` and `lookup` talk to blocktuned over HTTP;
-// `tables generate` and `bench` work locally on the libraries.
+// blocktune: the command-line client. The service commands (sweep, sweeps, lookup, kernels,
+// hardware, tuned, override, tables download, backup, health, metrics) are in
+// service_commands.cc and talk to blocktuned over HTTP (`sweep --local` runs the service
+// in-process); `tables generate` and `bench` here work locally on the libraries.
 //
 // `bench --compare` times the checked-in tuned configs against the default, bucket by bucket.
 //
-// Exit codes: 0 success, 1 the operation failed (sweep failed, verification failed, tables
-// out of date with --check), 2 bad command line, 3 server unreachable, 4 server refused the
-// request (4xx; the error body is printed), 5 server error (5xx).
+// Exit codes: see client/cli.h.
 #include <CLI/CLI.hpp>
-#include <httplib.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <sstream>
 #include <thread>
 
+#include "client/cli.h"
 #include "kernels/core/kernel_spec.h"
 #include "schema/store.h"
 #include "server/codec.h"
@@ -32,212 +34,12 @@ namespace {
 using namespace blocktune;
 using wire::Json;
 
-constexpr int kExitFailed = 1;
-constexpr int kExitUsage = 2;
-constexpr int kExitUnreachable = 3;
-constexpr int kExitRefused = 4;
-constexpr int kExitServerError = 5;
-
-struct Common {
-  std::string server = "http://127.0.0.1:8787";
-  std::string token;
-  std::string token_file = "var/token";
-  bool json = false;
-};
-
-int Fail(int code, const std::string& message) {
-  std::fprintf(stderr, "blocktune: %s\n", message.c_str());
-  return code;
-}
-
-std::string ResolveToken(const Common& c) {
-  if (!c.token.empty()) return c.token;
-  if (const char* env = std::getenv("BLOCKTUNE_TOKEN"); env != nullptr && *env != '\0') return env;
-  std::ifstream in(c.token_file);
-  std::string t;
-  std::getline(in, t);
-  return t;
-}
-
-// Sends a request and returns (status, parsed body) or an exit code after printing why.
-struct HttpReply {
-  int status = 0;
-  Json body;
-};
-
-std::expected<HttpReply, int> Call(const Common& c, const std::string& method, const std::string& path,
-                                   const std::string& body = {}) {
-  httplib::Client cli(c.server);
-  cli.set_connection_timeout(5);
-  cli.set_read_timeout(60);
-  httplib::Headers headers;
-  if (method != "GET") {
-    const std::string token = ResolveToken(c);
-    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  }
-  httplib::Result r = method == "GET" ? cli.Get(path.c_str(), headers)
-                                      : cli.Post(path.c_str(), headers, body, "application/json");
-  if (!r) {
-    Fail(kExitUnreachable, "cannot reach " + c.server + ": " + httplib::to_string(r.error()));
-    return std::unexpected(kExitUnreachable);
-  }
-  HttpReply reply;
-  reply.status = r->status;
-  reply.body = Json::parse(r->body, nullptr, false);
-  if (r->status >= 400) {
-    if (c.json) {
-      std::printf("%s\n", r->body.c_str());
-    } else if (reply.body.is_object() && reply.body.contains("error")) {
-      const Json& e = reply.body["error"];
-      std::fprintf(stderr, "blocktune: server refused (%d %s): %s%s\n", r->status,
-                   e.value("code", std::string()).c_str(), e.value("message", std::string()).c_str(),
-                   e.value("path", std::string()).empty() ? "" : (" [" + e.value("path", std::string()) + "]").c_str());
-    } else {
-      std::fprintf(stderr, "blocktune: server returned %d: %s\n", r->status, r->body.c_str());
-    }
-    return std::unexpected(r->status >= 500 ? kExitServerError : kExitRefused);
-  }
-  if (reply.body.is_discarded()) {
-    Fail(kExitServerError, "server sent a body that is not JSON");
-    return std::unexpected(kExitServerError);
-  }
-  return reply;
-}
-
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char ch : s) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
-      out += static_cast<char>(ch);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", ch);
-      out += buf;
-    }
-  }
-  return out;
-}
-
-Result<NamedInts> ParseShape(const std::string& text) {
-  auto s = NamedInts::Parse(text);
-  if (!s) return std::unexpected(WithPathPrefix(s.error(), "--shape"));
-  return s;
-}
-
-void AddCommon(CLI::App* cmd, Common& c, bool server) {
-  if (server) {
-    cmd->add_option("--server", c.server, "blocktuned base URL (env BLOCKTUNE_SERVER)")->envname("BLOCKTUNE_SERVER")->capture_default_str();
-    cmd->add_option("--token", c.token, "bearer token for mutating requests (env BLOCKTUNE_TOKEN)");
-    cmd->add_option("--token-file", c.token_file, "file with the bearer token")->capture_default_str();
-  }
-  cmd->add_flag("--json", c.json, "print machine-readable JSON");
-}
-
-// ---------------------------------------------------------------------------------------------
-
-struct SweepArgs {
-  std::string kernel;
-  std::string dtype = "f32";
-  std::vector<std::string> shapes;
-  int threads = 1;
-  std::string strategy = "exhaustive";
-  int64_t budget = 0;
-  int64_t seed = 1;
-  bool no_wait = false;
-  double poll_seconds = 0.5;
-};
-
-int RunSweep(const Common& c, const SweepArgs& a) {
-  Json shapes = Json::array();
-  for (const auto& s : a.shapes) {
-    auto dims = ParseShape(s);
-    if (!dims) return Fail(kExitUsage, dims.error().ToString());
-    Json o = Json::object();
-    for (const auto& [n, v] : dims->values()) o[n] = v;
-    shapes.push_back(o);
-  }
-  Json req{{"kernel", a.kernel}, {"dtype", a.dtype},       {"shapes", shapes}, {"threads", a.threads},
-           {"strategy", a.strategy}, {"budget", a.budget}, {"seed", a.seed}};
-  auto created = Call(c, "POST", "/v1/sweeps", req.dump());
-  if (!created) return created.error();
-  const int64_t id = created->body.value("id", int64_t{0});
-  if (a.no_wait) {
-    if (c.json) {
-      std::printf("%s\n", created->body.dump().c_str());
-    } else {
-      std::printf("sweep %lld queued\n", static_cast<long long>(id));
-    }
-    return 0;
-  }
-  const bool tty = isatty(fileno(stderr)) != 0;
-  const auto start = std::chrono::steady_clock::now();
-  while (true) {
-    auto got = Call(c, "GET", "/v1/sweeps/" + std::to_string(id));
-    if (!got) return got.error();
-    auto st = wire::DecodeSweepStatus(got->body);
-    if (!st) return Fail(kExitServerError, "malformed sweep status: " + st.error().ToString());
-    if (!c.json) {
-      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::string eta = "?";
-      if (st->done > 0 && st->total > st->done) {
-        eta = std::to_string(static_cast<int>(elapsed / st->done * (st->total - st->done))) + "s";
-      }
-      const int pct = st->total > 0 ? static_cast<int>(100 * st->done / st->total) : 0;
-      std::fprintf(stderr, "%ssweep %lld %-9s %lld/%lld configs (%d%%) elapsed %.0fs eta %s%s",
-                   tty ? "\r" : "", static_cast<long long>(id), st->status.c_str(), static_cast<long long>(st->done),
-                   static_cast<long long>(st->total), pct, elapsed, eta.c_str(), tty ? "   " : "\n");
-    }
-    if (st->status == "done" || st->status == "failed" || st->status == "cancelled") {
-      if (!c.json && tty) std::fprintf(stderr, "\n");
-      if (c.json) std::printf("%s\n", got->body.dump().c_str());
-      if (st->status != "done") {
-        return Fail(kExitFailed, "sweep " + std::to_string(id) + " " + st->status + (st->error.empty() ? "" : ": " + st->error));
-      }
-      if (!c.json) std::printf("sweep %lld done\n", static_cast<long long>(id));
-      return 0;
-    }
-    std::this_thread::sleep_for(std::chrono::duration<double>(a.poll_seconds));
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-
-struct LookupArgs {
-  std::string kernel;
-  std::string dtype = "f32";
-  std::string shape;
-  int threads = 1;
-  std::string hardware;
-};
-
-void PrintAnswer(const tuner::LookupAnswer& a) {
-  std::printf("kernel    %s\nconfig    %s\nsource    %s\nhardware  %s\nbucket    %s\n", a.kernel.c_str(),
-              a.config.ToString().c_str(), std::string(tables::SourceName(a.source)).c_str(), a.hardware.c_str(),
-              a.bucket.c_str());
-  if (a.source != tables::Source::kDefault) {
-    std::printf("median    %.0f ns (%lld samples, sweep %lld, measured %s)\n", a.median_ns,
-                static_cast<long long>(a.samples), static_cast<long long>(a.sweep_id), a.measured_at.c_str());
-  }
-}
-
-int RunLookup(const Common& c, const LookupArgs& a) {
-  auto dims = ParseShape(a.shape);
-  if (!dims) return Fail(kExitUsage, dims.error().ToString());
-  std::string path = "/v1/lookup?kernel=" + UrlEncode(a.kernel) + "&dtype=" + UrlEncode(a.dtype) +
-                     "&threads=" + std::to_string(a.threads);
-  for (const auto& [n, v] : dims->values()) path += "&" + UrlEncode(n) + "=" + std::to_string(v);
-  if (!a.hardware.empty()) path += "&hardware=" + UrlEncode(a.hardware);
-  auto got = Call(c, "GET", path);
-  if (!got) return got.error();
-  if (c.json) {
-    std::printf("%s\n", got->body.dump().c_str());
-    return 0;
-  }
-  auto ans = wire::DecodeLookup(got->body);
-  if (!ans) return Fail(kExitServerError, "malformed lookup answer: " + ans.error().ToString());
-  PrintAnswer(*ans);
-  return 0;
-}
+using client::AddCommon;
+using client::Common;
+using client::Fail;
+using client::kExitFailed;
+using client::kExitUsage;
+using client::ParseShape;
 
 // ---------------------------------------------------------------------------------------------
 
@@ -464,30 +266,13 @@ int RunBench(const Common& c, const BenchArgs& a) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // The libraries log with spdlog; in the CLI that goes to stderr and only when it matters, so
+  // stdout stays clean for --json (sweep --local runs the service in-process).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("blocktune"));
+  spdlog::set_level(spdlog::level::warn);
   CLI::App app{"blocktune: sweep, look up, benchmark and publish tuned kernel block sizes"};
   app.require_subcommand(1);
   Common common;
-
-  SweepArgs sweep;
-  auto* sweep_cmd = app.add_subcommand("sweep", "run a sweep on blocktuned and wait for it, showing progress");
-  AddCommon(sweep_cmd, common, true);
-  sweep_cmd->add_option("kernel", sweep.kernel, "kernel name, e.g. matmul")->required();
-  sweep_cmd->add_option("--shape", sweep.shapes, "problem dims, e.g. m=1024,n=1024,k=1024 (repeatable)")->required();
-  sweep_cmd->add_option("--dtype", sweep.dtype, "element type")->capture_default_str();
-  sweep_cmd->add_option("--threads", sweep.threads, "threads the kernel runs with")->capture_default_str()->check(CLI::Range(1, 256));
-  sweep_cmd->add_option("--strategy", sweep.strategy, "exhaustive or random")->capture_default_str()->check(CLI::IsMember({"exhaustive", "random"}));
-  sweep_cmd->add_option("--budget", sweep.budget, "configs per bucket for random (0: 32)")->capture_default_str();
-  sweep_cmd->add_option("--seed", sweep.seed, "seed for random sampling")->capture_default_str();
-  sweep_cmd->add_flag("--no-wait", sweep.no_wait, "queue the sweep and return its id");
-
-  LookupArgs lookup;
-  auto* lookup_cmd = app.add_subcommand("lookup", "best config for a problem, from blocktuned");
-  AddCommon(lookup_cmd, common, true);
-  lookup_cmd->add_option("kernel", lookup.kernel, "kernel name")->required();
-  lookup_cmd->add_option("--shape", lookup.shape, "problem dims, e.g. m=512,n=512,k=512")->required();
-  lookup_cmd->add_option("--dtype", lookup.dtype, "element type")->capture_default_str();
-  lookup_cmd->add_option("--threads", lookup.threads, "threads the kernel will run with")->capture_default_str();
-  lookup_cmd->add_option("--hardware", lookup.hardware, "hardware key (default: the server's host)");
 
   TablesArgs tables_args;
   auto* tables_cmd = app.add_subcommand("tables", "generated tuned-block-size tables");
@@ -498,6 +283,7 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--out", tables_args.out, "tables directory")->capture_default_str();
   generate_cmd->add_option("--db", tables_args.db, "merge tuned entries from this SQLite database");
   generate_cmd->add_flag("--check", tables_args.check, "write nothing; exit 1 if any generated file is out of date");
+  auto service_commands = client::RegisterServiceCommands(app, common, tables_cmd);
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "verify a kernel config against the reference, then time it");
@@ -520,8 +306,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
-  if (sweep_cmd->parsed()) return RunSweep(common, sweep);
-  if (lookup_cmd->parsed()) return RunLookup(common, lookup);
+  if (const int rc = service_commands(); rc >= 0) return rc;
   if (generate_cmd->parsed()) return RunTablesGenerate(common, tables_args);
   if (bench_cmd->parsed()) return RunBench(common, bench);
   return kExitUsage;

@@ -16,6 +16,9 @@ packages=(
   curl              # used by e2e scripts and the README's smoke check
   python3           # the e2e test checks the generated Python tables
   procps            # ps: the fault-worker e2e test watches the daemon's child processes
+  python3           # the e2e test checks the generated Python tables; malformed-request corpus
+  wrk               # deploy/bench-lookup.sh: lookup throughput vs a bare cpp-httplib server
+  clang-14 libclang-rt-14-dev  # deploy/fuzz-request.sh: libFuzzer target on request decoding
 )
 
 missing=()

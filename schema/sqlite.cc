@@ -79,6 +79,7 @@ Result<Statement> Connection::Prepare(std::string_view sql) {
 }
 
 int64_t Connection::LastInsertId() const { return sqlite3_last_insert_rowid(db_); }
+int64_t Connection::Changes() const { return sqlite3_changes64(db_); }
 std::string Connection::ErrorMessage() const { return sqlite3_errmsg(db_); }
 
 Statement& Statement::operator=(Statement&& o) noexcept {

@@ -32,6 +32,8 @@ class Connection {
   Status Exec(std::string_view sql);
   Result<Statement> Prepare(std::string_view sql);
   int64_t LastInsertId() const;
+  // Rows changed by the last INSERT, UPDATE or DELETE.
+  int64_t Changes() const;
   std::string ErrorMessage() const;
   sqlite3* raw() const { return db_; }
 

@@ -62,6 +62,93 @@ constexpr char kSelectTunedSql[] =
     "measurement_id, measured_at FROM tuned_entries WHERE (? = '' OR kernel = ?) "
     "ORDER BY kernel, hardware_key, dtype, bucket";
 
+
+// --- migration 0006: tasks, idempotency keys, overrides ----------------------------------------
+constexpr char kSelectIdempotencySql[] =
+    "SELECT request, sweep_id FROM idempotency_keys WHERE idempotency_key = ?";
+constexpr char kInsertIdempotencySql[] =
+    "INSERT INTO idempotency_keys (idempotency_key, request, sweep_id, created_at) "
+    "VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
+constexpr char kInsertTaskSql[] =
+    "INSERT INTO sweep_tasks (sweep_id, ordinal, bucket, shape, planned, status) VALUES (?, ?, ?, ?, ?, 'queued')";
+constexpr char kTaskColumns[] =
+    "SELECT t.id, t.sweep_id, t.ordinal, t.bucket, t.shape, t.planned, t.status, t.attempts, t.error "
+    "FROM sweep_tasks t ";
+constexpr char kSelectTasksSql[] = "WHERE t.sweep_id = ? ORDER BY t.ordinal";
+constexpr char kSelectNextTaskSql[] =
+    "JOIN sweeps s ON s.id = t.sweep_id WHERE t.status = 'queued' AND s.status IN ('queued', 'running') "
+    "ORDER BY t.sweep_id, t.ordinal LIMIT 1";
+constexpr char kLeaseTaskSql[] =
+    "UPDATE sweep_tasks SET status = 'running', attempts = attempts + 1, "
+    "started_at = COALESCE(started_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) WHERE id = ? AND status = 'queued'";
+constexpr char kLeaseSweepSql[] =
+    "UPDATE sweeps SET status = 'running', started_at = COALESCE(started_at, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+    "WHERE id = ? AND status = 'queued'";
+constexpr char kReleaseTaskSql[] = "UPDATE sweep_tasks SET status = 'queued' WHERE id = ? AND status = 'running'";
+constexpr char kFinishTaskSql[] =
+    "UPDATE sweep_tasks SET status = ?, error = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+    "WHERE id = ? AND status = 'running' RETURNING sweep_id";
+constexpr char kFinishSweepIfDoneSql[] =
+    "UPDATE sweeps SET status = CASE WHEN EXISTS (SELECT 1 FROM sweep_tasks WHERE sweep_id = ?1 AND status = 'failed') "
+    "THEN 'failed' ELSE 'done' END, "
+    "error = COALESCE((SELECT error FROM sweep_tasks WHERE sweep_id = ?1 AND status = 'failed' ORDER BY ordinal "
+    "LIMIT 1), ''), finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+    "WHERE id = ?1 AND status IN ('queued', 'running') AND NOT EXISTS (SELECT 1 FROM sweep_tasks WHERE "
+    "sweep_id = ?1 AND status IN ('queued', 'running')) RETURNING id";
+constexpr char kRequeueTasksSql[] = "UPDATE sweep_tasks SET status = 'queued' WHERE status = 'running'";
+constexpr char kCancelSweepSql[] =
+    "UPDATE sweeps SET status = 'cancelled', finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+    "WHERE id = ? AND status IN ('queued', 'running')";
+constexpr char kCancelTasksSql[] =
+    "UPDATE sweep_tasks SET status = 'cancelled', finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') "
+    "WHERE sweep_id = ? AND status IN ('queued', 'running')";
+constexpr char kBumpProgressSql[] = "UPDATE sweeps SET progress_done = progress_done + 1 WHERE id = ?";
+constexpr char kSetTaskPlannedSql[] =
+    "UPDATE sweep_tasks SET planned = ? WHERE id = ? AND planned != ?";
+constexpr char kSyncSweepTotalSql[] =
+    "UPDATE sweeps SET progress_total = (SELECT COALESCE(SUM(planned), 0) FROM sweep_tasks WHERE sweep_id = ?1) "
+    "WHERE id = ?1";
+constexpr char kProgressSql[] =
+    "SELECT (SELECT COUNT(*) FROM measurements WHERE sweep_id = ?1), "
+    "(SELECT COALESCE(SUM(planned), 0) FROM sweep_tasks WHERE sweep_id = ?1), "
+    "(SELECT COUNT(*) FROM sweep_tasks WHERE sweep_id = ?1 AND status = 'done'), "
+    "(SELECT COUNT(*) FROM sweep_tasks WHERE sweep_id = ?1), "
+    "(SELECT COUNT(*) FROM measurements WHERE sweep_id = ?1 AND outcome != 'invalid'), "
+    "(SELECT COALESCE((julianday(MAX(created_at)) - julianday(MIN(created_at))) * 86400.0, 0) FROM measurements "
+    "WHERE sweep_id = ?1 AND outcome != 'invalid')";
+constexpr char kOutcomeCountsSql[] =
+    "SELECT outcome, COUNT(*) FROM measurements WHERE sweep_id = ? GROUP BY outcome ORDER BY outcome";
+constexpr char kMeasurementColumns[] =
+    "SELECT id, sweep_id, bucket, problem, config, outcome, detail, iterations, COALESCE(median_ns, 0), "
+    "COALESCE(cv, 0), COALESCE(max_abs_err, 0), COALESCE(max_rel_err, 0), created_at FROM measurements ";
+constexpr char kSelectMeasurementPageSql[] = "WHERE sweep_id = ? AND id > ? ORDER BY id LIMIT ?";
+constexpr char kSelectSamplesRangeSql[] =
+    "SELECT measurement_id, ns_per_iteration FROM samples WHERE measurement_id BETWEEN ? AND ? "
+    "ORDER BY measurement_id, repetition";
+constexpr char kSelectSweepPageSql[] = "WHERE (? = '' OR s.status = ?) AND s.id > ? ORDER BY s.id LIMIT ?";
+
+constexpr char kUpsertOverrideSql[] =
+    "INSERT INTO overrides (kernel, hardware_key, dtype, bucket, config, reason, expires_at, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, NULLIF(?, ''), strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+    "ON CONFLICT (kernel, hardware_key, dtype, bucket) DO UPDATE SET config = excluded.config, "
+    "reason = excluded.reason, expires_at = excluded.expires_at, created_at = excluded.created_at "
+    "RETURNING id, created_at";
+constexpr char kDeleteOverrideSql[] = "DELETE FROM overrides WHERE id = ? RETURNING id";
+constexpr char kSelectOverridesSql[] =
+    "SELECT id, kernel, hardware_key, dtype, bucket, config, reason, COALESCE(expires_at, ''), created_at "
+    "FROM overrides ORDER BY kernel, hardware_key, dtype, bucket";
+
+constexpr char kSelectHardwareSql[] =
+    "SELECT id, hardware_key, arch, isa, vendor, cpu_family, cpu_model, model_name, cores, l1d_bytes, l2_bytes, "
+    "l3_bytes, threads, first_seen_at FROM hardware_profiles ORDER BY hardware_key";
+constexpr char kSweepsByStatusSql[] = "SELECT status, COUNT(*) FROM sweeps GROUP BY status ORDER BY status";
+constexpr char kMeasurementsByOutcomeSql[] =
+    "SELECT outcome, COUNT(*) FROM measurements GROUP BY outcome ORDER BY outcome";
+constexpr char kDbBytesSql[] =
+    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()";
+constexpr char kBackupSql[] = "VACUUM INTO ?";
+constexpr char kIntegrityCheckSql[] = "PRAGMA integrity_check";
+
 std::string JoinShapes(const std::vector<NamedInts>& shapes) {
   std::string out;
   for (const auto& s : shapes) {
@@ -136,7 +223,7 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
   std::unique_ptr<Store> store(new Store(std::move(*conn)));
   // The first read is where SQLite notices a file that is not a database (SQLITE_NOTADB):
   // report it and leave the file exactly as it was.
-  auto check = store->conn_.Prepare("PRAGMA quick_check");
+  auto check = store->conn_.Prepare("PRAGMA integrity_check(1)");
   if (!check) {
     return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + check.error().message +
                                                "); refusing to touch it");
@@ -402,6 +489,491 @@ Result<std::vector<tuner::TunedEntry>> Store::ListTunedEntries(const std::string
     e.measurement_id = st->Int(9);
     e.measured_at = st->Text(10);
     out.push_back(std::move(e));
+  }
+  return out;
+}
+
+
+// --- Durable sweeps, overrides, operations (migration 0006) ------------------------------------
+namespace {
+
+Result<TaskRecord> ReadTask(const Statement& st) {
+  TaskRecord t;
+  t.id = st.Int(0);
+  t.sweep_id = st.Int(1);
+  t.ordinal = static_cast<int>(st.Int(2));
+  t.bucket = st.Text(3);
+  auto shape = NamedInts::Parse(st.Text(4));
+  if (!shape) return MakeError(ErrorCode::kDataLoss, "task " + std::to_string(t.id) + " has a malformed shape");
+  t.shape = std::move(*shape);
+  t.planned = st.Int(5);
+  t.status = ParseSweepStatus(st.Text(6)).value_or(SweepStatus::kFailed);
+  t.attempts = st.Int(7);
+  t.error = st.Text(8);
+  return t;
+}
+
+Result<tuner::Measurement> ReadMeasurement(const Statement& st) {
+  tuner::Measurement m;
+  m.id = st.Int(0);
+  m.sweep_id = st.Int(1);
+  m.bucket = st.Text(2);
+  auto dims = NamedInts::Parse(st.Text(3));
+  auto config = NamedInts::Parse(st.Text(4));
+  auto outcome = tuner::ParseOutcome(st.Text(5));
+  if (!dims || !config || !outcome) {
+    return MakeError(ErrorCode::kDataLoss, "measurement " + std::to_string(m.id) + " is malformed");
+  }
+  m.problem.dims = std::move(*dims);
+  m.config = std::move(*config);
+  m.outcome = *outcome;
+  m.detail = st.Text(6);
+  m.iterations = st.Int(7);
+  m.median_ns = st.Double(8);
+  m.cv = st.Double(9);
+  m.max_abs_err = st.Double(10);
+  m.max_rel_err = st.Double(11);
+  m.created_at = st.Text(12);
+  return m;
+}
+
+Result<std::vector<std::pair<std::string, int64_t>>> ReadCounts(Connection& conn, const char* sql,
+                                                                 std::optional<int64_t> bind) {
+  auto st = conn.Prepare(sql);
+  if (!st) return std::unexpected(st.error());
+  if (bind) st->Bind(1, *bind);
+  std::vector<std::pair<std::string, int64_t>> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    out.emplace_back(st->Text(0), st->Int(1));
+  }
+  return out;
+}
+
+Status InsertTasks(Connection& conn, int64_t sweep_id, const std::vector<TaskPlan>& tasks) {
+  auto st = conn.Prepare(kInsertTaskSql);
+  if (!st) return std::unexpected(st.error());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    st->Reset();
+    st->Bind(1, sweep_id).Bind(2, static_cast<int64_t>(i)).Bind(3, tasks[i].bucket);
+    st->Bind(4, tasks[i].shape.ToString()).Bind(5, tasks[i].planned);
+    if (auto s = st->Run(); !s) return s;
+  }
+  auto sync = conn.Prepare(kSyncSweepTotalSql);
+  if (!sync) return std::unexpected(sync.error());
+  sync->Bind(1, sweep_id);
+  return sync->Run();
+}
+
+}  // namespace
+
+Result<CreatedSweep> Store::CreateSweepWithTasks(const tuner::SweepRequest& request, int64_t hardware_id,
+                                                 int bucket_version, const std::string& tool_version,
+                                                 const std::vector<TaskPlan>& tasks,
+                                                 const std::string& idempotency_key,
+                                                 const std::string& canonical_request) {
+  std::lock_guard lock(mu_);
+  CreatedSweep out;
+  auto s = InTransaction([&]() -> Status {
+    if (!idempotency_key.empty()) {
+      auto sel = conn_.Prepare(kSelectIdempotencySql);
+      if (!sel) return std::unexpected(sel.error());
+      sel->Bind(1, idempotency_key);
+      auto row = sel->Step();
+      if (!row) return std::unexpected(row.error());
+      if (*row) {
+        if (sel->Text(0) != canonical_request) {
+          return MakeError(ErrorCode::kAlreadyExists,
+                           "Idempotency-Key was already used with a different request", "Idempotency-Key");
+        }
+        out.id = sel->Int(1);
+        out.created = false;
+        return {};
+      }
+    }
+    auto st = conn_.Prepare(kInsertSweepSql);
+    if (!st) return std::unexpected(st.error());
+    st->Bind(1, request.kernel).Bind(2, DTypeName(request.dtype)).Bind(3, hardware_id).Bind(4, request.threads);
+    st->Bind(5, tuner::StrategyName(request.strategy)).Bind(6, request.budget);
+    st->Bind(7, static_cast<int64_t>(request.seed)).Bind(8, JoinShapes(request.shapes));
+    st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, int64_t{0});
+    if (auto r = st->Run(); !r) return r;
+    out.id = conn_.LastInsertId();
+    out.created = true;
+    if (auto r = InsertTasks(conn_, out.id, tasks); !r) return r;
+    if (!idempotency_key.empty()) {
+      auto ins = conn_.Prepare(kInsertIdempotencySql);
+      if (!ins) return std::unexpected(ins.error());
+      ins->Bind(1, idempotency_key).Bind(2, canonical_request).Bind(3, out.id);
+      if (auto r = ins->Run(); !r) return r;
+    }
+    return {};
+  });
+  if (!s) return std::unexpected(s.error());
+  return out;
+}
+
+Status Store::AddTasks(int64_t sweep_id, const std::vector<TaskPlan>& tasks) {
+  std::lock_guard lock(mu_);
+  return InTransaction([&] { return InsertTasks(conn_, sweep_id, tasks); });
+}
+
+Result<std::vector<TaskRecord>> Store::ListTasks(int64_t sweep_id) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(std::string(kTaskColumns) + kSelectTasksSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, sweep_id);
+  std::vector<TaskRecord> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto t = ReadTask(*st);
+    if (!t) return std::unexpected(t.error());
+    out.push_back(std::move(*t));
+  }
+  return out;
+}
+
+Result<std::optional<TaskRecord>> Store::LeaseNextTask() {
+  std::lock_guard lock(mu_);
+  std::optional<TaskRecord> out;
+  auto s = InTransaction([&]() -> Status {
+    auto st = conn_.Prepare(std::string(kTaskColumns) + kSelectNextTaskSql);
+    if (!st) return std::unexpected(st.error());
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return {};
+    auto t = ReadTask(*st);
+    if (!t) return std::unexpected(t.error());
+    *st = Statement();
+    auto lease = conn_.Prepare(kLeaseTaskSql);
+    if (!lease) return std::unexpected(lease.error());
+    lease->Bind(1, t->id);
+    if (auto r = lease->Run(); !r) return r;
+    auto sweep = conn_.Prepare(kLeaseSweepSql);
+    if (!sweep) return std::unexpected(sweep.error());
+    sweep->Bind(1, t->sweep_id);
+    if (auto r = sweep->Run(); !r) return r;
+    t->status = SweepStatus::kRunning;
+    t->attempts += 1;
+    out = std::move(*t);
+    return {};
+  });
+  if (!s) return std::unexpected(s.error());
+  return out;
+}
+
+Status Store::ReleaseTask(int64_t task_id) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kReleaseTaskSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, task_id);
+  return st->Run();
+}
+
+Result<bool> Store::FinishTask(int64_t task_id, SweepStatus status, const std::string& error) {
+  std::lock_guard lock(mu_);
+  bool finished = false;
+  auto s = InTransaction([&]() -> Status {
+    auto st = conn_.Prepare(kFinishTaskSql);
+    if (!st) return std::unexpected(st.error());
+    st->Bind(1, SweepStatusName(status)).Bind(2, error).Bind(3, task_id);
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) return {};  // no longer running: cancelled meanwhile
+    const int64_t sweep_id = st->Int(0);
+    *st = Statement();
+    auto fin = conn_.Prepare(kFinishSweepIfDoneSql);
+    if (!fin) return std::unexpected(fin.error());
+    fin->Bind(1, sweep_id);
+    auto done = fin->Step();
+    if (!done) return std::unexpected(done.error());
+    finished = *done;
+    return {};
+  });
+  if (!s) return std::unexpected(s.error());
+  return finished;
+}
+
+Status Store::RequeueInterrupted() {
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    if (auto s = conn_.Exec(kRequeueTasksSql); !s) return s;
+    return conn_.Exec(kRequeueRunningSql);
+  });
+}
+
+Result<SweepRecord> Store::CancelSweep(int64_t id) {
+  {
+    std::lock_guard lock(mu_);
+    bool changed = false;
+    auto s = InTransaction([&]() -> Status {
+      auto st = conn_.Prepare(kCancelSweepSql);
+      if (!st) return std::unexpected(st.error());
+      st->Bind(1, id);
+      if (auto r = st->Run(); !r) return r;
+      changed = conn_.Changes() > 0;
+      auto tasks = conn_.Prepare(kCancelTasksSql);
+      if (!tasks) return std::unexpected(tasks.error());
+      tasks->Bind(1, id);
+      return tasks->Run();
+    });
+    if (!s) return std::unexpected(s.error());
+    if (!changed) {
+      // Either no such sweep or it already finished; GetSweep below tells which.
+      auto st = conn_.Prepare(std::string(kSweepColumns) + "WHERE s.id = ?");
+      if (!st) return std::unexpected(st.error());
+      st->Bind(1, id);
+      auto row = st->Step();
+      if (!row) return std::unexpected(row.error());
+      if (!*row) return NotFound("no sweep with id " + std::to_string(id), "id");
+      return MakeError(ErrorCode::kFailedPrecondition,
+                       "sweep " + std::to_string(id) + " already finished (" + st->Text(8) + ")", "id");
+    }
+  }
+  return GetSweep(id);
+}
+
+Status Store::RecordTaskMeasurement(tuner::Measurement& m, int64_t task_id, int64_t task_total) {
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    auto st = conn_.Prepare(kInsertMeasurementSql);
+    if (!st) return std::unexpected(st.error());
+    st->Bind(1, m.sweep_id).Bind(2, m.bucket).Bind(3, m.problem.dims.ToString()).Bind(4, m.config.ToString());
+    st->Bind(5, tuner::OutcomeName(m.outcome)).Bind(6, m.detail).Bind(7, m.iterations);
+    if (m.outcome == tuner::Outcome::kOk) {
+      st->Bind(8, m.median_ns).Bind(9, m.cv);
+    } else {
+      st->BindNull(8).BindNull(9);
+    }
+    st->Bind(10, m.max_abs_err).Bind(11, m.max_rel_err);
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    m.id = st->Int(0);
+    m.created_at = st->Text(1);
+    *st = Statement();
+    auto ins = conn_.Prepare(kInsertSampleSql);
+    if (!ins) return std::unexpected(ins.error());
+    for (size_t i = 0; i < m.samples_ns.size(); ++i) {
+      ins->Reset();
+      ins->Bind(1, m.id).Bind(2, static_cast<int64_t>(i)).Bind(3, m.samples_ns[i]);
+      if (auto s = ins->Run(); !s) return s;
+    }
+    auto bump = conn_.Prepare(kBumpProgressSql);
+    if (!bump) return std::unexpected(bump.error());
+    bump->Bind(1, m.sweep_id);
+    if (auto s = bump->Run(); !s) return s;
+    // The engine's own count is authoritative (a strategy may plan fewer configs than the
+    // estimate made at submission); keep the sweep's total in step with it.
+    auto planned = conn_.Prepare(kSetTaskPlannedSql);
+    if (!planned) return std::unexpected(planned.error());
+    planned->Bind(1, task_total).Bind(2, task_id).Bind(3, task_total);
+    if (auto s = planned->Run(); !s) return s;
+    if (conn_.Changes() > 0) {
+      auto sync = conn_.Prepare(kSyncSweepTotalSql);
+      if (!sync) return std::unexpected(sync.error());
+      sync->Bind(1, m.sweep_id);
+      return sync->Run();
+    }
+    return {};
+  });
+}
+
+Result<SweepProgress> Store::GetProgress(int64_t sweep_id) {
+  std::lock_guard lock(mu_);
+  SweepProgress p;
+  auto st = conn_.Prepare(kProgressSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, sweep_id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (*row) {
+    p.done = st->Int(0);
+    p.total = st->Int(1);
+    p.tasks_done = st->Int(2);
+    p.tasks_total = st->Int(3);
+    const int64_t ran = st->Int(4);
+    if (ran >= 2) p.seconds_per_measurement = st->Double(5) / static_cast<double>(ran - 1);
+  }
+  *st = Statement();
+  auto counts = ReadCounts(conn_, kOutcomeCountsSql, sweep_id);
+  if (!counts) return std::unexpected(counts.error());
+  p.by_outcome = std::move(*counts);
+  return p;
+}
+
+Result<std::vector<tuner::Measurement>> Store::ListMeasurementsPage(int64_t sweep_id, int64_t after_id,
+                                                                    int64_t limit) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(std::string(kMeasurementColumns) + kSelectMeasurementPageSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, sweep_id).Bind(2, after_id).Bind(3, limit);
+  std::vector<tuner::Measurement> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto m = ReadMeasurement(*st);
+    if (!m) return std::unexpected(m.error());
+    out.push_back(std::move(*m));
+  }
+  if (out.empty()) return out;
+  auto samples = conn_.Prepare(kSelectSamplesRangeSql);
+  if (!samples) return std::unexpected(samples.error());
+  samples->Bind(1, out.front().id).Bind(2, out.back().id);
+  size_t i = 0;
+  while (true) {
+    auto row = samples->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    const int64_t id = samples->Int(0);
+    while (i < out.size() && out[i].id < id) ++i;
+    if (i < out.size() && out[i].id == id) out[i].samples_ns.push_back(samples->Double(1));
+  }
+  return out;
+}
+
+Result<std::vector<SweepRecord>> Store::ListSweepsPage(std::optional<SweepStatus> status, int64_t after_id,
+                                                      int64_t limit) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(std::string(kSweepColumns) + kSelectSweepPageSql);
+  if (!st) return std::unexpected(st.error());
+  const std::string_view s = status ? SweepStatusName(*status) : "";
+  st->Bind(1, s).Bind(2, s).Bind(3, after_id).Bind(4, limit);
+  std::vector<SweepRecord> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto r = ReadSweep(*st);
+    if (!r) return std::unexpected(r.error());
+    out.push_back(std::move(*r));
+  }
+  return out;
+}
+
+Result<OverrideRecord> Store::UpsertOverride(const OverrideRecord& o) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kUpsertOverrideSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, o.kernel).Bind(2, o.hardware_key).Bind(3, DTypeName(o.dtype)).Bind(4, o.bucket);
+  st->Bind(5, o.config.ToString()).Bind(6, o.reason).Bind(7, o.expires_at);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return Internal("override upsert returned no row");
+  OverrideRecord out = o;
+  out.id = st->Int(0);
+  out.created_at = st->Text(1);
+  return out;
+}
+
+Status Store::DeleteOverride(int64_t id) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kDeleteOverrideSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, id);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return NotFound("no override with id " + std::to_string(id), "id");
+  return {};
+}
+
+Result<std::vector<OverrideRecord>> Store::ListOverrides() {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kSelectOverridesSql);
+  if (!st) return std::unexpected(st.error());
+  std::vector<OverrideRecord> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    OverrideRecord o;
+    o.id = st->Int(0);
+    o.kernel = st->Text(1);
+    o.hardware_key = st->Text(2);
+    auto dtype = ParseDType(st->Text(3));
+    auto config = NamedInts::Parse(st->Text(5));
+    if (!dtype || !config) return MakeError(ErrorCode::kDataLoss, "override " + std::to_string(o.id) + " is malformed");
+    o.dtype = *dtype;
+    o.bucket = st->Text(4);
+    o.config = std::move(*config);
+    o.reason = st->Text(6);
+    o.expires_at = st->Text(7);
+    o.created_at = st->Text(8);
+    out.push_back(std::move(o));
+  }
+  return out;
+}
+
+Result<std::vector<HardwareRecord>> Store::ListHardware() {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kSelectHardwareSql);
+  if (!st) return std::unexpected(st.error());
+  std::vector<HardwareRecord> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    HardwareRecord h;
+    h.id = st->Int(0);
+    h.key = st->Text(1);
+    h.profile.cpu.arch = st->Text(2);
+    h.profile.cpu.isa = st->Text(3);
+    h.profile.cpu.vendor = st->Text(4);
+    h.profile.cpu.family = static_cast<int>(st->Int(5));
+    h.profile.cpu.model = static_cast<int>(st->Int(6));
+    h.profile.model_name = st->Text(7);
+    h.profile.cores = static_cast<int>(st->Int(8));
+    h.profile.l1d_bytes = st->Int(9);
+    h.profile.l2_bytes = st->Int(10);
+    h.profile.l3_bytes = st->Int(11);
+    h.profile.threads = static_cast<int>(st->Int(12));
+    h.first_seen_at = st->Text(13);
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+Result<StoreStats> Store::Stats() {
+  std::lock_guard lock(mu_);
+  StoreStats out;
+  auto sweeps = ReadCounts(conn_, kSweepsByStatusSql, std::nullopt);
+  if (!sweeps) return std::unexpected(sweeps.error());
+  out.sweeps_by_status = std::move(*sweeps);
+  auto outcomes = ReadCounts(conn_, kMeasurementsByOutcomeSql, std::nullopt);
+  if (!outcomes) return std::unexpected(outcomes.error());
+  out.measurements_by_outcome = std::move(*outcomes);
+  auto st = conn_.Prepare(kDbBytesSql);
+  if (!st) return std::unexpected(st.error());
+  if (auto row = st->Step(); row && *row) out.db_bytes = st->Int(0);
+  return out;
+}
+
+Status Store::BackupTo(const std::string& path) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kBackupSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, path);
+  if (auto s = st->Run(); !s) {
+    return MakeError(ErrorCode::kFailedPrecondition, "backup to " + path + " failed: " + s.error().message, "path");
+  }
+  return {};
+}
+
+Result<std::string> Store::IntegrityCheck() {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kIntegrityCheckSql);
+  if (!st) return std::unexpected(st.error());
+  std::string out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    if (!out.empty()) out += "; ";
+    out += st->Text(0);
   }
   return out;
 }

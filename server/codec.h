@@ -6,8 +6,11 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "kernels/core/hardware.h"
+#include "kernels/core/kernel_spec.h"
 #include "kernels/core/result.h"
 #include "schema/store.h"
+#include "server/guards.h"
 #include "tuner/lookup.h"
 #include "tuner/measurement.h"
 
@@ -15,11 +18,11 @@ namespace blocktune::wire {
 
 using Json = nlohmann::ordered_json;  // keys keep insertion order: config keys in parameter order
 
-struct Limits {
-  size_t max_body_bytes = 1 << 20;
-  int max_depth = 16;
-  size_t max_shapes = 256;
-};
+using Limits = server::guards::Limits;
+
+// Serialises for the wire. Invalid UTF-8 (which can only come from echoed request input) is
+// replaced with U+FFFD instead of throwing, so an error message can never become a 500.
+std::string Dump(const Json& j);
 
 // ErrorCode -> HTTP status, in exactly one place.
 int HttpStatus(ErrorCode code);
@@ -34,18 +37,71 @@ Result<Json> ParseBody(std::string_view body, const Limits& limits);
 Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limits);
 Json EncodeSweepRequest(const tuner::SweepRequest& r);
 
-Json EncodeSweep(const store::SweepRecord& s);
+// A sweep; with progress, also "progress": {"done", "total", "tasks_done", "tasks_total",
+// "by_outcome": {...}} and "eta_seconds" (null when unknown).
+Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress = nullptr,
+                 double eta_seconds = -1);
+Json EncodeSweepList(const std::vector<store::SweepRecord>& sweeps, int64_t next_after_id);
 struct SweepStatusView {
   int64_t id = 0;
+  std::string kernel;
   std::string status;
   int64_t done = 0;
   int64_t total = 0;
+  std::vector<std::pair<std::string, int64_t>> by_outcome;
+  double eta_seconds = -1;
   std::string error;
+  std::string created_at;
+  int64_t buckets = 0;
 };
 Result<SweepStatusView> DecodeSweepStatus(const Json& j);
+// {"sweeps": [...], "next_after_id"}
+Result<std::vector<SweepStatusView>> DecodeSweepList(const Json& j);
+// {"created": true} for a new sweep, false for an idempotent replay
+Json EncodeCreatedSweep(int64_t id, bool created);
+
+Json EncodeMeasurement(const tuner::Measurement& m);
+Json EncodeMeasurementPage(const std::vector<tuner::Measurement>& ms, int64_t next_after_id);
+Result<std::vector<tuner::Measurement>> DecodeMeasurementPage(const Json& j, int64_t* next_after_id);
 
 Json EncodeLookup(const tuner::LookupAnswer& a);
+// The same document as Dump(EncodeLookup(a)), written directly: lookups are the hot path and
+// building an ordered_json costs ~30 allocations per answer.
+std::string EncodeLookupText(const tuner::LookupAnswer& a);
 Result<tuner::LookupAnswer> DecodeLookup(const Json& j);
+// Batch lookup: {"queries": [{"kernel", "dtype", "dims": {...}, "threads", "hardware", "config"}]}
+struct LookupRequest {
+  std::string kernel;
+  tuner::LookupQuery query;
+  int threads = 1;
+};
+Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits& limits);
+Json EncodeBatchLookupRequest(const std::vector<LookupRequest>& queries);
+// {"results": [answer or {"error": {...}}, ...]} in query order
+Json EncodeBatchLookup(const std::vector<Result<tuner::LookupAnswer>>& answers);
+
+Json EncodeKernel(const KernelSpec& k);
+Json EncodeKernelList();
+Json EncodeHardware(const HardwareProfile& hw, int64_t id, const std::string& first_seen_at);
+Json EncodeHardwareList(const std::vector<store::HardwareRecord>& rows, const HardwareProfile& host);
+
+Json EncodeTunedEntry(const tuner::TunedEntry& e);
+Json EncodeTunedList(const std::vector<tuner::TunedEntry>& rows);
+Result<std::vector<tuner::TunedEntry>> DecodeTunedList(const Json& j);
+
+// Override: {"kernel", "hardware", "dtype", "bucket", "config": {...}, "reason", "expires_at"}
+Result<store::OverrideRecord> DecodeOverride(const Json& j, const Limits& limits);
+Json EncodeOverrideRequest(const store::OverrideRecord& o);
+Json EncodeOverride(const store::OverrideRecord& o);
+Json EncodeOverrideList(const std::vector<store::OverrideRecord>& rows);
+Result<std::vector<store::OverrideRecord>> DecodeOverrideList(const Json& j);
+
+Json EncodeBackup(const std::string& path, int64_t bytes);
+Json EncodeStatus(std::string_view status);
+Json EncodeReady(bool ready, std::string_view detail);
+
+// Timestamps on the wire: UTC "YYYY-MM-DDTHH:MM:SS[.fff]Z"; normalised to milliseconds.
+Result<std::string> NormaliseTimestamp(std::string_view text, const std::string& path);
 
 Json EncodeConfig(const Config& c);
 

@@ -1,9 +1,11 @@
 // blocktuned: the blocktune daemon. Serves best-config lookups, runs sweeps in the background
 // and stores everything in one SQLite file.
 //
-// Exit codes: 0 clean shutdown, 2 bad command line, 3 database unreadable or corrupt (left
-// untouched), 4 database schema newer than this build, 5 cannot listen, 6 token problem,
-// 7 worker executable missing.
+// Exit codes: 0 clean shutdown (SIGTERM/SIGINT drain: the listener closes, in-flight requests
+// finish, the config being measured is committed and its task requeued), 2 bad command line,
+// 3 database corrupt or not a database (failed its integrity check; left untouched), 4 database
+// schema newer than this build, 5 cannot listen, 6 token problem, 7 database cannot be opened
+// (permissions, locked) or the service cannot start, 8 worker executable missing.
 #include <CLI/CLI.hpp>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -27,7 +29,8 @@ constexpr int kExitDatabase = 3;
 constexpr int kExitSchemaTooNew = 4;
 constexpr int kExitListen = 5;
 constexpr int kExitToken = 6;
-constexpr int kExitWorker = 7;
+constexpr int kExitOpen = 7;
+constexpr int kExitWorker = 8;
 
 }  // namespace
 
@@ -40,7 +43,11 @@ int main(int argc, char** argv) {
   std::string token_file;
   std::string port_file;
   std::string log_level = "info";
-  int http_threads = 8;
+  int http_threads = 64;
+  std::vector<std::string> allowed_hosts;
+  std::string backup_dir;
+  double sweeps_per_minute = 30;
+  int64_t max_sweep_measurements = 100000;
   double min_repetition_ms = 20;
   int repetitions = 5;
   app.add_option("--host", host, "address to listen on; loopback unless you mean otherwise")->capture_default_str();
@@ -50,7 +57,16 @@ int main(int argc, char** argv) {
                  "file holding the bearer token for mutating routes; default: 'token' next to the database, "
                  "created with a random token if missing. BLOCKTUNE_TOKEN overrides both.");
   app.add_option("--port-file", port_file, "write the bound port to this file once listening");
-  app.add_option("--http-threads", http_threads, "HTTP worker threads")->capture_default_str()->check(CLI::Range(1, 256));
+  app.add_option("--http-threads", http_threads,
+                 "HTTP worker threads; each keep-alive connection holds one, so this caps concurrent clients")
+      ->capture_default_str()->check(CLI::Range(1, 1024));
+  app.add_option("--allowed-host", allowed_hosts,
+                 "Host header names to serve besides loopback and --host (repeatable; '*' serves any)");
+  app.add_option("--backup-dir", backup_dir, "where POST /v1/backup writes (default: 'backups' beside the database)");
+  app.add_option("--sweeps-per-minute", sweeps_per_minute, "rate limit on sweep creation (burst of 10)")
+      ->capture_default_str()->check(CLI::Range(0.1, 100000.0));
+  app.add_option("--max-sweep-measurements", max_sweep_measurements, "largest sweep accepted (configs x buckets)")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   app.add_option("--min-repetition-ms", min_repetition_ms, "minimum length of one timed repetition")
       ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
   app.add_option("--repetitions", repetitions, "timed repetitions per config")->capture_default_str()->check(CLI::Range(1, 1000));
@@ -86,7 +102,8 @@ int main(int argc, char** argv) {
   auto store = store::Store::Open(db_path);
   if (!store) {
     spdlog::critical("cannot open database path={} error=\"{}\"", db_path, store.error().ToString());
-    return store.error().code == ErrorCode::kFailedPrecondition ? kExitSchemaTooNew : kExitDatabase;
+    if (store.error().code == ErrorCode::kFailedPrecondition) return kExitSchemaTooNew;
+    return store.error().code == ErrorCode::kDataLoss ? kExitDatabase : kExitOpen;
   }
 
   if (token_file.empty()) token_file = (db.has_parent_path() ? db.parent_path() / "token" : std::filesystem::path("token")).string();
@@ -111,10 +128,13 @@ int main(int argc, char** argv) {
   if (!in_process) service_options.sweep.evaluator = &worker;
   service_options.sweep.timing.min_repetition_ns = min_repetition_ms * 1e6;
   service_options.sweep.timing.repetitions = repetitions;
-  server::Service service(std::move(*store), service_options);
+  service_options.backup_dir = backup_dir;
+  service_options.sweeps_per_minute = sweeps_per_minute;
+  service_options.max_sweep_measurements = max_sweep_measurements;
+  server::Service service(std::move(*store), db_path, service_options);
   if (auto s = service.Start(); !s) {
     spdlog::critical("cannot start service error=\"{}\"", s.error().ToString());
-    return kExitDatabase;
+    return kExitOpen;
   }
 
   server::HttpOptions http_options;
@@ -122,6 +142,7 @@ int main(int argc, char** argv) {
   http_options.port = port;
   http_options.token = *token;
   http_options.worker_threads = http_threads;
+  http_options.allowed_hosts = allowed_hosts;
   server::HttpServer http(service, http_options);
   auto bound = http.Bind();
   if (!bound) {

@@ -3,13 +3,57 @@
 
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
+#include <cerrno>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+
 #include "tables/codegen/codegen.h"
 
 namespace blocktune::server {
+namespace {
 
-Service::Service(std::unique_ptr<store::Store> store, ServiceOptions options)
-    : store_(std::move(store)), options_(std::move(options)), host_(HardwareProfile::Detect(1)) {
-  snapshot_ = std::make_shared<const std::vector<tuner::TunedEntry>>();
+// Adapts the store to the tuner's sink for one task (one bucket of one sweep).
+class TaskSink : public tuner::SweepSink {
+ public:
+  TaskSink(store::Store& store, const store::TaskRecord& task, std::function<bool()> cancelled)
+      : store_(store), task_(task), cancelled_(std::move(cancelled)) {}
+  Result<std::vector<tuner::Measurement>> Existing(const std::string& bucket) override {
+    return store_.ListMeasurements(task_.sweep_id, bucket);
+  }
+  Status Record(tuner::Measurement& m, int64_t done, int64_t total) override {
+    return store_.RecordTaskMeasurement(m, task_.id, total);
+  }
+  bool Cancelled() override { return cancelled_(); }
+
+ private:
+  store::Store& store_;
+  const store::TaskRecord& task_;
+  std::function<bool()> cancelled_;
+};
+
+tuner::Override ToOverride(const store::OverrideRecord& o) {
+  return tuner::Override{o.id, o.kernel, o.hardware_key, o.dtype, o.bucket, o.config, o.reason, o.expires_at};
+}
+
+}  // namespace
+
+Service::Service(std::unique_ptr<store::Store> store, std::string db_path, ServiceOptions options)
+    : store_(std::move(store)),
+      db_path_(std::move(db_path)),
+      options_(std::move(options)),
+      host_(HardwareProfile::Detect(1)),
+      index_(std::make_shared<const tuner::LookupIndex>()),
+      rate_tokens_(options_.sweep_burst),
+      rate_at_(std::chrono::steady_clock::now()) {
+  for (int t = 0; t <= 256; ++t) {
+    HardwareProfile hw = host_;
+    hw.threads = t;
+    host_keys_.push_back(hw.Key());
+  }
 }
 
 Service::~Service() { Stop(); }
@@ -18,8 +62,10 @@ Status Service::Start() {
   auto checked_in = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
   if (!checked_in) return std::unexpected(checked_in.error());
   checked_in_ = std::move(*checked_in);
-  if (auto s = store_->RequeueRunningSweeps(); !s) return s;
-  if (auto s = ReloadSnapshot(); !s) return s;
+  if (auto s = store_->RequeueInterrupted(); !s) return s;
+  if (auto s = BackfillTasks(); !s) return s;
+  if (auto s = ReloadIndex(); !s) return s;
+  runner_alive_ = true;
   runner_ = std::thread([this] { RunnerLoop(); });
   return {};
 }
@@ -29,78 +75,265 @@ void Service::Stop() {
     std::lock_guard lock(runner_mu_);
     stopping_ = true;
   }
-  cancel_current_ = true;
+  stop_now_ = true;
   runner_cv_.notify_all();
   if (runner_.joinable()) runner_.join();
 }
 
 std::string Service::HostKey(int threads) const {
+  if (threads >= 0 && threads < static_cast<int>(host_keys_.size())) return host_keys_[threads];
   HardwareProfile hw = host_;
   hw.threads = threads;
   return hw.Key();
 }
 
-Status Service::ReloadSnapshot() {
+std::shared_ptr<const tuner::LookupIndex> Service::Index() const {
+  std::shared_lock lock(index_mu_);
+  return index_;
+}
+
+Status Service::ReloadIndex() {
   auto rows = store_->ListTunedEntries();
   if (!rows) return std::unexpected(rows.error());
+  auto overrides = store_->ListOverrides();
+  if (!overrides) return std::unexpected(overrides.error());
+  std::vector<tuner::Override> pins;
+  for (const auto& o : *overrides) pins.push_back(ToOverride(o));
   // The checked-in table is the base layer, so a fresh daemon already answers with what the
   // project ships; rows measured into this database replace those with the same key.
-  auto snap = std::make_shared<const std::vector<tuner::TunedEntry>>(codegen::Merge(checked_in_, *rows));
-  std::unique_lock lock(snapshot_mu_);
-  snapshot_ = std::move(snap);
+  auto index = std::make_shared<const tuner::LookupIndex>(codegen::Merge(checked_in_, *rows), std::move(pins));
+  std::unique_lock lock(index_mu_);
+  index_ = std::move(index);
   return {};
 }
 
-Result<tuner::LookupAnswer> Service::Lookup(const std::string& kernel, tuner::LookupQuery query, int threads) {
-  const KernelSpec* spec = FindKernel(kernel);
-  if (spec == nullptr) return NotFound("unknown kernel '" + kernel + "'", "kernel");
-  if (query.hardware_key.empty()) query.hardware_key = HostKey(threads);
-  std::shared_ptr<const std::vector<tuner::TunedEntry>> snap;
-  {
-    std::shared_lock lock(snapshot_mu_);
-    snap = snapshot_;
+Result<std::vector<store::TaskPlan>> Service::Plan(const tuner::SweepRequest& request,
+                                                   const HardwareProfile& hw) const {
+  const KernelSpec* spec = FindKernel(request.kernel);
+  if (spec == nullptr) return InvalidArgument("unknown kernel '" + request.kernel + "'", "kernel");
+  auto plans = tuner::PlanSweep(request, *spec, hw);
+  if (!plans) return std::unexpected(plans.error());
+  std::map<std::string, NamedInts> first_shape;
+  for (const auto& s : request.shapes) first_shape.emplace(spec->Bucket(Problem{request.dtype, s}).first, s);
+  std::vector<store::TaskPlan> tasks;
+  int64_t total = 0;
+  for (const auto& p : *plans) {
+    const int64_t n = static_cast<int64_t>(p.invalid.size() + p.planned.size());
+    total += n;
+    tasks.push_back({p.bucket, first_shape[p.bucket], n});
   }
-  return tuner::Lookup(*spec, *snap, query);
+  if (total > options_.max_sweep_measurements) {
+    return InvalidArgument("sweep plans " + std::to_string(total) + " measurements; the limit is " +
+                               std::to_string(options_.max_sweep_measurements) +
+                               " (use strategy random with a budget, or fewer shapes)",
+                           "shapes");
+  }
+  return tasks;
 }
 
-Result<int64_t> Service::SubmitSweep(const tuner::SweepRequest& request) {
+Status Service::BackfillTasks() {
+  // Sweeps queued before migration 0006 have no tasks; plan them now so they run.
+  for (auto status : {store::SweepStatus::kQueued, store::SweepStatus::kRunning}) {
+    auto sweeps = store_->ListSweeps(status, 1 << 20);
+    if (!sweeps) return std::unexpected(sweeps.error());
+    for (const auto& s : *sweeps) {
+      auto tasks = store_->ListTasks(s.id);
+      if (!tasks) return std::unexpected(tasks.error());
+      if (!tasks->empty()) continue;
+      HardwareProfile hw = host_;
+      hw.threads = s.request.threads;
+      auto plan = Plan(s.request, hw);
+      if (!plan) {
+        (void)store_->SetSweepStatus(s.id, store::SweepStatus::kFailed, plan.error().ToString());
+        continue;
+      }
+      if (auto r = store_->AddTasks(s.id, *plan); !r) return r;
+    }
+  }
+  return {};
+}
+
+bool Service::TakeSweepToken() {
+  std::lock_guard lock(rate_mu_);
+  const auto now = std::chrono::steady_clock::now();
+  const double minutes = std::chrono::duration<double>(now - rate_at_).count() / 60.0;
+  rate_at_ = now;
+  rate_tokens_ = std::min(options_.sweep_burst, rate_tokens_ + minutes * options_.sweeps_per_minute);
+  if (rate_tokens_ < 1) return false;
+  rate_tokens_ -= 1;
+  return true;
+}
+
+Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& request,
+                                                 const std::string& idempotency_key,
+                                                 const std::string& canonical_request) {
   const KernelSpec* spec = FindKernel(request.kernel);
   if (spec == nullptr) return InvalidArgument("unknown kernel '" + request.kernel + "'", "kernel");
   HardwareProfile hw = host_;
   hw.threads = request.threads;
-  auto plans = tuner::PlanSweep(request, *spec, hw);
-  if (!plans) return std::unexpected(plans.error());
+  auto tasks = Plan(request, hw);
+  if (!tasks) return std::unexpected(tasks.error());
+  if (!TakeSweepToken()) {
+    return MakeError(ErrorCode::kResourceExhausted,
+                     "too many sweeps created; at most " + std::to_string(static_cast<int>(options_.sweeps_per_minute)) +
+                         " per minute",
+                     "");
+  }
   auto hw_id = store_->UpsertHardware(hw);
   if (!hw_id) return std::unexpected(hw_id.error());
-  int64_t total = 0;
-  for (const auto& p : *plans) total += static_cast<int64_t>(p.invalid.size() + p.planned.size());
-  auto id = store_->CreateSweep(request, *hw_id, spec->bucket_version(), options_.tool_version, total);
-  if (!id) return std::unexpected(id.error());
-  spdlog::info("sweep queued id={} kernel={} buckets={} threads={} strategy={}", *id, request.kernel, plans->size(),
-               request.threads, tuner::StrategyName(request.strategy));
-  {
-    std::lock_guard lock(runner_mu_);
-    wake_ = true;
+  auto created = store_->CreateSweepWithTasks(request, *hw_id, spec->bucket_version(), options_.tool_version, *tasks,
+                                              idempotency_key, canonical_request);
+  if (!created) return std::unexpected(created.error());
+  if (created->created) {
+    spdlog::info("sweep queued id={} kernel={} buckets={} threads={} strategy={}", created->id, request.kernel,
+                 tasks->size(), request.threads, tuner::StrategyName(request.strategy));
+    {
+      std::lock_guard lock(runner_mu_);
+      wake_ = true;
+    }
+    runner_cv_.notify_all();
   }
-  runner_cv_.notify_all();
-  return *id;
+  return created;
+}
+
+Result<SweepView> Service::GetSweep(int64_t id) {
+  SweepView v;
+  auto sweep = store_->GetSweep(id);
+  if (!sweep) return std::unexpected(sweep.error());
+  v.sweep = std::move(*sweep);
+  auto progress = store_->GetProgress(id);
+  if (!progress) return std::unexpected(progress.error());
+  v.progress = std::move(*progress);
+  if (v.sweep.status == store::SweepStatus::kRunning && v.progress.seconds_per_measurement > 0) {
+    v.eta_seconds = v.progress.seconds_per_measurement * static_cast<double>(std::max<int64_t>(0, v.progress.total - v.progress.done));
+  } else if (v.sweep.status == store::SweepStatus::kDone) {
+    v.eta_seconds = 0;
+  }
+  return v;
+}
+
+Result<std::vector<store::SweepRecord>> Service::ListSweeps(std::optional<store::SweepStatus> status,
+                                                           int64_t after_id, int64_t limit) {
+  return store_->ListSweepsPage(status, after_id, limit);
+}
+
+Result<store::SweepRecord> Service::CancelSweep(int64_t id) {
+  auto r = store_->CancelSweep(id);
+  if (r && current_sweep_.load() == id) cancel_current_ = true;
+  if (r) spdlog::info("sweep cancelled id={}", id);
+  return r;
+}
+
+Result<std::vector<tuner::Measurement>> Service::ListMeasurements(int64_t sweep_id, int64_t after_id, int64_t limit) {
+  if (auto s = store_->GetSweep(sweep_id); !s) return std::unexpected(s.error());
+  return store_->ListMeasurementsPage(sweep_id, after_id, limit);
+}
+
+Result<tuner::LookupAnswer> Service::Lookup(const KernelSpec& spec, tuner::LookupQuery query, int threads) const {
+  if (query.hardware_key.empty()) query.hardware_key = HostKey(threads);
+  const auto index = Index();
+  // The clock is read only when an override could be in play (most lookups have none).
+  std::string now;
+  if (!index->OverridesOf(spec.name()).empty()) now = tuner::UtcNow();
+  return tuner::Lookup(spec, *index, query, now);
+}
+
+std::vector<tuner::TunedEntry> Service::Tuned(const std::string& kernel, const std::string& hardware_prefix,
+                                              const std::string& dtype) const {
+  const auto index = Index();
+  std::vector<tuner::TunedEntry> out;
+  for (const auto& e : index->rows()) {
+    if (!kernel.empty() && e.kernel != kernel) continue;
+    if (!dtype.empty() && DTypeName(e.dtype) != dtype) continue;
+    if (!hardware_prefix.empty() && !tables::KeyHasPrefix(e.hardware_key, hardware_prefix)) continue;
+    out.push_back(e);
+  }
+  return out;
+}
+
+Result<store::OverrideRecord> Service::PutOverride(const store::OverrideRecord& o) {
+  const KernelSpec* spec = FindKernel(o.kernel);
+  if (spec == nullptr) return InvalidArgument("unknown kernel '" + o.kernel + "'", "kernel");
+  bool dtype_ok = false;
+  for (DType d : spec->dtypes()) dtype_ok |= d == o.dtype;
+  if (!dtype_ok) return InvalidArgument("kernel " + o.kernel + " does not support dtype " + std::string(DTypeName(o.dtype)), "dtype");
+  auto problem = spec->ProblemFromBucket(o.dtype, o.bucket);
+  if (!problem) return std::unexpected(WithPathPrefix(problem.error(), "bucket"));
+  if (spec->Bucket(*problem).first != o.bucket) {
+    return InvalidArgument("'" + o.bucket + "' is not a canonical bucket id; use '" + spec->Bucket(*problem).first + "'", "bucket");
+  }
+  auto full = spec->CompleteConfig(o.config);
+  if (!full) return std::unexpected(WithPathPrefix(full.error(), "config"));
+  store::OverrideRecord complete = o;
+  complete.config = std::move(*full);
+  // Validated against this host when the pin targets it; a pin for another machine is taken on
+  // trust (this host cannot know that machine's ISA and caches).
+  if (o.hardware_key == "*" || tables::KeyHasPrefix(HostKey(1), o.hardware_key) ||
+      tables::KeyHasPrefix(o.hardware_key, HostKey(1).substr(0, HostKey(1).rfind('.')))) {
+    if (auto s = spec->ValidateConfig(complete.config, *problem, host_); !s) {
+      return std::unexpected(WithPathPrefix(s.error(), "config"));
+    }
+  }
+  auto stored = store_->UpsertOverride(complete);
+  if (!stored) return std::unexpected(stored.error());
+  if (auto s = ReloadIndex(); !s) return std::unexpected(s.error());
+  spdlog::info("override set id={} kernel={} hardware={} bucket={} config={}", stored->id, stored->kernel,
+               stored->hardware_key, stored->bucket, stored->config.ToString());
+  return stored;
+}
+
+Status Service::DeleteOverride(int64_t id) {
+  if (auto s = store_->DeleteOverride(id); !s) return s;
+  spdlog::info("override deleted id={}", id);
+  return ReloadIndex();
+}
+
+Result<std::string> Service::TableHeader(const KernelSpec& spec) const {
+  const auto index = Index();
+  std::vector<tuner::TunedEntry> rows;
+  for (const auto& e : index->rows()) {
+    if (e.kernel == spec.name()) rows.push_back(e);
+  }
+  return codegen::GenerateHeader(spec, rows);
+}
+
+Result<std::string> Service::Backup() {
+  std::filesystem::path dir = options_.backup_dir;
+  if (dir.empty()) {
+    const std::filesystem::path db(db_path_);
+    dir = (db.has_parent_path() ? db.parent_path() : std::filesystem::path(".")) / "backups";
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return MakeError(ErrorCode::kFailedPrecondition, "cannot create backup directory " + dir.string());
+  std::string stamp = tuner::UtcNow();
+  for (char& c : stamp) {
+    if (c == ':') c = '-';
+  }
+  const std::string path = (dir / ("blocktune-" + stamp + ".db")).string();
+  if (auto s = store_->BackupTo(path); !s) return std::unexpected(s.error());
+  spdlog::info("backup written path={}", path);
+  return path;
 }
 
 void Service::RunnerLoop() {
+  // The runner yields the CPU to HTTP threads (nice +10 for this thread only, Linux): lookups
+  // must hold their latency while a sweep writes. A measurement disturbed by load shows it in
+  // its CV and is judged by the engine's noise checks like any other.
+  const id_t tid = static_cast<id_t>(gettid());
+  errno = 0;
+  const int nice_now = getpriority(PRIO_PROCESS, tid);
+  if (errno == 0) (void)setpriority(PRIO_PROCESS, tid, std::min(19, nice_now + 10));
   while (true) {
-    std::optional<store::SweepRecord> next;
     {
       std::unique_lock lock(runner_mu_);
-      if (stopping_) return;
+      if (stopping_) break;
     }
-    auto queued = store_->ListSweeps(store::SweepStatus::kQueued, 1);
-    if (!queued) {
-      spdlog::error("listing queued sweeps failed error=\"{}\"", queued.error().ToString());
-    } else if (!queued->empty()) {
-      next = std::move(queued->front());
-    }
-    if (next) {
-      RunOne(*next);
+    auto task = store_->LeaseNextTask();
+    if (!task) {
+      spdlog::error("leasing a task failed error=\"{}\"", task.error().ToString());
+    } else if (*task) {
+      RunTask(**task);
       continue;
     }
     std::unique_lock lock(runner_mu_);
@@ -108,45 +341,60 @@ void Service::RunnerLoop() {
     runner_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return stopping_ || wake_; });
     wake_ = false;
   }
+  runner_alive_ = false;
 }
 
-void Service::RunOne(const store::SweepRecord& sweep) {
-  const KernelSpec* spec = FindKernel(sweep.request.kernel);
-  if (spec == nullptr) {
-    (void)store_->SetSweepStatus(sweep.id, store::SweepStatus::kFailed, "unknown kernel " + sweep.request.kernel);
+void Service::RunTask(const store::TaskRecord& task) {
+  auto sweep = store_->GetSweep(task.sweep_id);
+  if (!sweep) {
+    (void)store_->FinishTask(task.id, store::SweepStatus::kFailed, sweep.error().ToString());
     return;
   }
-  if (auto s = store_->SetSweepStatus(sweep.id, store::SweepStatus::kRunning); !s) {
-    spdlog::error("cannot mark sweep running id={} error=\"{}\"", sweep.id, s.error().ToString());
+  const KernelSpec* spec = FindKernel(sweep->request.kernel);
+  if (spec == nullptr) {
+    (void)store_->FinishTask(task.id, store::SweepStatus::kFailed, "unknown kernel " + sweep->request.kernel);
     return;
   }
   HardwareProfile hw = host_;
-  hw.threads = sweep.request.threads;
-  spdlog::info("sweep started id={} kernel={} hardware={}", sweep.id, sweep.request.kernel, hw.Key());
+  hw.threads = sweep->request.threads;
+  // One bucket per task: the engine sees a request with just this bucket's shape, so its
+  // planning (and a random strategy's per-bucket seed) is the same as for the whole sweep.
+  tuner::SweepRequest request = sweep->request;
+  request.shapes = {task.shape};
+  spdlog::info("task started sweep={} task={} bucket={} attempt={}", task.sweep_id, task.id, task.bucket,
+               task.attempts);
+  current_sweep_ = task.sweep_id;
   cancel_current_ = false;
-  store::StoreSink sink(*store_, sweep.id, [this] { return cancel_current_.load(); });
-  const auto start = std::chrono::steady_clock::now();
-  auto winners = tuner::RunSweep(sweep.request, sweep.id, *spec, hw, sink, options_.sweep);
+  TaskSink sink(*store_, task, [this] { return cancel_current_.load() || stop_now_.load(); });
+  auto winners = tuner::RunSweep(request, task.sweep_id, *spec, hw, sink, options_.sweep);
+  current_sweep_ = 0;
+  if (stop_now_) {
+    // Draining: the task goes back to the queue; the next start resumes it.
+    (void)store_->ReleaseTask(task.id);
+    spdlog::info("task released for the next start sweep={} task={}", task.sweep_id, task.id);
+    return;
+  }
+  if (cancel_current_) return;  // CancelSweep already marked the sweep and its tasks
   if (!winners) {
-    spdlog::error("sweep failed id={} error=\"{}\"", sweep.id, winners.error().ToString());
-    (void)store_->SetSweepStatus(sweep.id, store::SweepStatus::kFailed, winners.error().ToString());
+    spdlog::error("task failed sweep={} task={} error=\"{}\"", task.sweep_id, task.id, winners.error().ToString());
+    (void)store_->FinishTask(task.id, store::SweepStatus::kFailed, winners.error().ToString());
     return;
   }
-  if (cancel_current_) {
-    std::lock_guard lock(runner_mu_);
-    // Stopping the daemon leaves the sweep queued so the next start resumes it.
-    (void)store_->SetSweepStatus(sweep.id, stopping_ ? store::SweepStatus::kQueued : store::SweepStatus::kCancelled);
-    return;
-  }
+  // Winners first: a crash between here and FinishTask re-runs the task, which finds every
+  // measurement stored and selects the same winner again.
   for (const auto& w : *winners) {
     if (auto s = store_->UpsertTunedEntry(w); !s) {
-      spdlog::error("storing tuned entry failed sweep={} bucket={} error=\"{}\"", sweep.id, w.bucket, s.error().ToString());
+      spdlog::error("storing tuned entry failed sweep={} bucket={} error=\"{}\"", task.sweep_id, w.bucket,
+                    s.error().ToString());
     }
   }
-  if (auto s = ReloadSnapshot(); !s) spdlog::error("reloading tuned entries failed error=\"{}\"", s.error().ToString());
-  (void)store_->SetSweepStatus(sweep.id, store::SweepStatus::kDone);
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  spdlog::info("sweep done id={} buckets_tuned={} seconds={:.1f}", sweep.id, winners->size(), secs);
+  if (auto s = ReloadIndex(); !s) spdlog::error("reloading tuned entries failed error=\"{}\"", s.error().ToString());
+  auto finished = store_->FinishTask(task.id, store::SweepStatus::kDone, "");
+  if (!finished) {
+    spdlog::error("finishing task failed task={} error=\"{}\"", task.id, finished.error().ToString());
+  } else if (*finished) {
+    spdlog::info("sweep done id={}", task.sweep_id);
+  }
 }
 
 }  // namespace blocktune::server

@@ -1,11 +1,14 @@
-// Service: the daemon's state behind the HTTP routes. It owns the store, an in-memory snapshot
-// of tuned entries that lookups read (the checked-in table overlaid with this database's rows,
-// so a fresh daemon already serves what the project ships; and a lookup never waits on SQLite or on a sweep's write
-// transaction), and the job runner: one background thread that takes queued sweeps from the
-// database oldest first and runs them. Sweeps never run on an HTTP thread.
+// Service: the daemon's state behind the HTTP routes. It owns the store, an in-memory lookup
+// index (the checked-in table overlaid with this database's tuned rows, plus the overrides), so
+// a lookup never waits on SQLite or on a sweep's write transaction, and the job runner: one
+// background thread, the database's only sweep writer, that leases a sweep's tasks (one per
+// bucket) oldest first and runs each through tuner::RunSweep. Every measurement is committed
+// with its progress in one transaction; a task interrupted by a crash goes back to the queue
+// on the next start and resumes from the measurements already committed.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -23,45 +26,96 @@ namespace blocktune::server {
 struct ServiceOptions {
   tuner::SweepOptions sweep;
   std::string tool_version = "blocktune 0.1.0";
+  std::string backup_dir;  // where POST /v1/backup writes; empty: "backups" beside the database
+  // A sweep may plan at most this many measurements (configs x buckets): 100,000 configs at
+  // ~20 ms each is already over half an hour of machine time.
+  int64_t max_sweep_measurements = 100000;
+  // Sweep creation is rate limited by a token bucket: `sweep_burst` at once, refilled at
+  // `sweeps_per_minute`. Sweeps are long; a client creating more than one a second is broken.
+  double sweeps_per_minute = 30;
+  double sweep_burst = 10;
+};
+
+struct SweepView {
+  store::SweepRecord sweep;
+  store::SweepProgress progress;
+  double eta_seconds = -1;  // -1: unknown (not running, or fewer than two timed measurements)
 };
 
 class Service {
  public:
-  Service(std::unique_ptr<store::Store> store, ServiceOptions options);
+  Service(std::unique_ptr<store::Store> store, std::string db_path, ServiceOptions options);
   ~Service();  // stops the runner after the config it is measuring
 
-  // Requeues sweeps a previous process left running and starts the runner thread.
+  // Requeues work a previous process left running and starts the runner thread.
   Status Start();
+  // Drains: the config being measured finishes and is committed, its task goes back to the
+  // queue, the runner exits.
   void Stop();
+  bool Ready() const { return runner_alive_.load(); }
 
-  // Validates the request fully (kernel, dims, threads, space) before anything is stored.
-  Result<int64_t> SubmitSweep(const tuner::SweepRequest& request);
-  Result<store::SweepRecord> GetSweep(int64_t id) { return store_->GetSweep(id); }
+  // Validates the request fully (kernel, dims, threads, space size) before anything is stored.
+  Result<store::CreatedSweep> SubmitSweep(const tuner::SweepRequest& request, const std::string& idempotency_key,
+                                          const std::string& canonical_request);
+  Result<SweepView> GetSweep(int64_t id);
+  Result<std::vector<store::SweepRecord>> ListSweeps(std::optional<store::SweepStatus> status, int64_t after_id,
+                                                     int64_t limit);
+  Result<store::SweepRecord> CancelSweep(int64_t id);
+  Result<std::vector<tuner::Measurement>> ListMeasurements(int64_t sweep_id, int64_t after_id, int64_t limit);
 
-  // Resolves against the snapshot. An empty hardware key means this host at `threads`.
-  Result<tuner::LookupAnswer> Lookup(const std::string& kernel, tuner::LookupQuery query, int threads);
+  // Resolves against the index. An empty hardware key means this host at `threads`.
+  Result<tuner::LookupAnswer> Lookup(const KernelSpec& spec, tuner::LookupQuery query, int threads) const;
+  // Tuned rows the lookups serve, filtered (empty filter: all).
+  std::vector<tuner::TunedEntry> Tuned(const std::string& kernel, const std::string& hardware_prefix,
+                                       const std::string& dtype) const;
 
+  Result<store::OverrideRecord> PutOverride(const store::OverrideRecord& o);
+  Status DeleteOverride(int64_t id);
+  Result<std::vector<store::OverrideRecord>> ListOverrides() { return store_->ListOverrides(); }
+
+  Result<std::vector<store::HardwareRecord>> ListHardware() { return store_->ListHardware(); }
+  const HardwareProfile& host() const { return host_; }
   std::string HostKey(int threads) const;
+
+  // The generated C++ header for a kernel over the rows lookups serve.
+  Result<std::string> TableHeader(const KernelSpec& spec) const;
+
+  // Online backup into the backup directory; returns the file written.
+  Result<std::string> Backup();
+  Result<store::StoreStats> Stats() { return store_->Stats(); }
   store::Store& store() { return *store_; }
 
  private:
-  Status ReloadSnapshot();
+  Status ReloadIndex();
+  Status BackfillTasks();
+  Result<std::vector<store::TaskPlan>> Plan(const tuner::SweepRequest& request, const HardwareProfile& hw) const;
+  bool TakeSweepToken();
   void RunnerLoop();
-  void RunOne(const store::SweepRecord& sweep);
+  void RunTask(const store::TaskRecord& task);
+  std::shared_ptr<const tuner::LookupIndex> Index() const;
 
   std::unique_ptr<store::Store> store_;
+  std::string db_path_;
   ServiceOptions options_;
   HardwareProfile host_;  // detected once at start; threads set per sweep
+  std::vector<std::string> host_keys_;  // HostKey(t) for t in [0, 256], built once
 
   std::vector<tuner::TunedEntry> checked_in_;  // tables/tuned_entries.jsonl as built in
-  std::shared_mutex snapshot_mu_;
-  std::shared_ptr<const std::vector<tuner::TunedEntry>> snapshot_;
+  mutable std::shared_mutex index_mu_;
+  std::shared_ptr<const tuner::LookupIndex> index_;
+
+  std::mutex rate_mu_;
+  double rate_tokens_ = 0;
+  std::chrono::steady_clock::time_point rate_at_;
 
   std::mutex runner_mu_;
   std::condition_variable runner_cv_;
   bool stopping_ = false;
   bool wake_ = false;  // set by SubmitSweep so a notification between polls is not lost
+  std::atomic<bool> stop_now_{false};
+  std::atomic<int64_t> current_sweep_{0};
   std::atomic<bool> cancel_current_{false};
+  std::atomic<bool> runner_alive_{false};
   std::thread runner_;
 };
 

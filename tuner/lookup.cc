@@ -1,49 +1,183 @@
-// Lookup over tuned entries; see lookup.h.
+// Lookup over tuned entries and overrides; see lookup.h.
 #include "tuner/lookup.h"
 
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
 namespace blocktune::tuner {
+
+LookupIndex::LookupIndex(std::vector<TunedEntry> rows, std::vector<Override> overrides)
+    : rows_(std::move(rows)), overrides_(std::move(overrides)) {
+  for (const TunedEntry& e : rows_) {
+    by_kernel_[e.kernel].push_back({e.hardware_key, DTypeName(e.dtype), e.bucket, &e});
+  }
+  for (const Override& o : overrides_) overrides_by_kernel_[o.kernel].push_back(&o);
+}
+
+const std::vector<LookupIndex::RowView>& LookupIndex::RowsOf(std::string_view kernel) const {
+  static const std::vector<RowView> kNone;
+  auto it = by_kernel_.find(kernel);
+  return it == by_kernel_.end() ? kNone : it->second;
+}
+
+const std::vector<const Override*>& LookupIndex::OverridesOf(std::string_view kernel) const {
+  static const std::vector<const Override*> kNone;
+  auto it = overrides_by_kernel_.find(kernel);
+  return it == overrides_by_kernel_.end() ? kNone : it->second;
+}
+
+std::string UtcNow() {
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t t = std::chrono::system_clock::to_time_t(now);
+  const int64_t ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>(ms));
+  return buf;
+}
+
 namespace {
 
-// Adapts TunedEntry to the member names resolve.h expects, without copying strings.
-struct RowView {
-  std::string_view hardware;
-  std::string_view dtype;
-  std::string_view bucket;
-  const TunedEntry* entry;
-};
-
-}  // namespace
-
-Result<LookupAnswer> Lookup(const KernelSpec& spec, const std::vector<TunedEntry>& rows, const LookupQuery& query) {
-  Problem p{query.dtype, query.dims};
-  if (auto s = spec.ValidateProblem(p); !s) return std::unexpected(s.error());
-  LookupAnswer a;
-  a.kernel = std::string(spec.name());
-  a.bucket = spec.Bucket(p).first;
-  std::vector<RowView> views;
-  views.reserve(rows.size());
-  for (const TunedEntry& e : rows) {
-    if (e.kernel == spec.name() && e.bucket_version == spec.bucket_version()) {
-      views.push_back({e.hardware_key, DTypeName(e.dtype), e.bucket, &e});
-    }
-  }
-  const auto match = tables::ResolveRow(views, query.hardware_key, DTypeName(query.dtype), a.bucket);
-  if (match.row == nullptr) {
-    a.config = spec.DefaultConfig();
-    a.source = tables::Source::kDefault;
-    a.hardware = query.hardware_key;
-    return a;
-  }
-  const TunedEntry& e = *match.row->entry;
+void FillFromRow(const TunedEntry& e, LookupAnswer& a) {
   a.config = e.config;
-  a.source = match.source;
   a.hardware = e.hardware_key;
+  a.matched_bucket = e.bucket;
   a.median_ns = e.median_ns;
   a.samples = e.samples;
   a.sweep_id = e.sweep_id;
   a.measurement_id = e.measurement_id;
   a.measured_at = e.measured_at;
+}
+
+// Sum over dims of |log2(a) - log2(b)|: a bucket twice as large in one dim is as far as one
+// half as large, and "m64" is closer to "m128" than to "m1024".
+double BucketDistance(const Problem& a, const Problem& b) {
+  double d = 0;
+  for (const auto& [name, v] : a.dims.values()) {
+    const int64_t w = b.Dim(name);
+    if (v <= 0 || w <= 0) return HUGE_VAL;
+    d += std::fabs(std::log2(static_cast<double>(v)) - std::log2(static_cast<double>(w)));
+  }
+  return d;
+}
+
+}  // namespace
+
+Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, const LookupQuery& query,
+                            std::string_view now_utc, bool nearest) {
+  Problem p{query.dtype, query.dims};
+  if (auto s = spec.ValidateProblem(p); !s) return std::unexpected(s.error());
+  LookupAnswer a;
+  a.kernel = std::string(spec.name());
+  auto [bucket, representative] = spec.Bucket(p);
+  a.bucket = std::move(bucket);
+  a.matched_bucket = a.bucket;
+  const std::string_view dtype = DTypeName(query.dtype);
+
+  if (query.explicit_config) {
+    auto full = spec.CompleteConfig(*query.explicit_config);
+    if (!full) return std::unexpected(WithPathPrefix(full.error(), "config"));
+    a.config = std::move(*full);
+    a.source = tables::Source::kExplicit;
+    a.hardware = query.hardware_key;
+    return a;
+  }
+
+  // Overrides: the most specific hardware level wins; "*" is the least specific.
+  const auto chain = tables::FallbackChain(query.hardware_key);
+  const Override* pin = nullptr;
+  size_t pin_level = chain.size() + 1;
+  for (const Override* o : index.OverridesOf(spec.name())) {
+    if (o->bucket != a.bucket || DTypeName(o->dtype) != dtype) continue;
+    if (!o->expires_at.empty() && !now_utc.empty() && o->expires_at <= now_utc) continue;
+    size_t level = chain.size();  // "*"
+    if (o->hardware_key != "*") {
+      level = chain.size() + 1;
+      for (size_t i = 0; i < chain.size(); ++i) {
+        if (chain[i] == o->hardware_key) {
+          level = i;
+          break;
+        }
+      }
+      if (level > chain.size()) continue;
+    }
+    if (level < pin_level) {
+      pin = o;
+      pin_level = level;
+    }
+  }
+  if (pin != nullptr) {
+    a.config = pin->config;
+    a.source = tables::Source::kOverride;
+    a.hardware = pin->hardware_key;
+    a.override_id = pin->id;
+    a.reason = pin->reason;
+    a.expires_at = pin->expires_at;
+    return a;
+  }
+
+  const auto& views = index.RowsOf(spec.name());
+  // Rows from another bucket scheme would name buckets that no longer mean the same shapes.
+  std::vector<LookupIndex::RowView> filtered;
+  const std::vector<LookupIndex::RowView>* rows = &views;
+  for (const auto& v : views) {
+    if (v.entry->bucket_version != spec.bucket_version()) {
+      for (const auto& w : views) {
+        if (w.entry->bucket_version == spec.bucket_version()) filtered.push_back(w);
+      }
+      rows = &filtered;
+      break;
+    }
+  }
+  const auto match = tables::ResolveRow(*rows, query.hardware_key, dtype, a.bucket);
+  if (match.row != nullptr) {
+    FillFromRow(*match.row->entry, a);
+    a.source = match.source;
+    return a;
+  }
+
+  // Nearest: the most specific hardware level that has any row of this dtype, then the closest
+  // bucket there (ties: the smaller bucket id, then the smaller key).
+  for (size_t level = 0; nearest && level < chain.size(); ++level) {
+    const LookupIndex::RowView* best = nullptr;
+    double best_d = HUGE_VAL;
+    for (const auto& r : *rows) {
+      if (r.dtype != dtype) continue;
+      const bool hit = level == 0 ? r.hardware == chain[0] : tables::KeyHasPrefix(r.hardware, chain[level]);
+      if (!hit) continue;
+      auto other = spec.ProblemFromBucket(query.dtype, r.bucket);
+      if (!other) continue;
+      const double d = BucketDistance(representative, *other);
+      if (best == nullptr || d < best_d ||
+          (d == best_d && std::pair(r.bucket, r.hardware) < std::pair(best->bucket, best->hardware))) {
+        best = &r;
+        best_d = d;
+      }
+    }
+    if (best != nullptr) {
+      // The row passed its kernel's validation on this hardware family; the block checks
+      // (micro-tile multiples, panel bytes vs L3) depend on the hardware, not on the dims,
+      // and a block larger than a dim takes the remainder path.
+      FillFromRow(*best->entry, a);
+      a.source = tables::Source::kNearest;
+      return a;
+    }
+  }
+
+  a.config = spec.DefaultConfig();
+  a.source = tables::Source::kDefault;
+  a.hardware = query.hardware_key;
   return a;
+}
+
+Result<LookupAnswer> Lookup(const KernelSpec& spec, const std::vector<TunedEntry>& rows, const LookupQuery& query) {
+  LookupIndex index(rows, {});
+  return Lookup(spec, index, query, {}, /*nearest=*/false);
 }
 
 }  // namespace blocktune::tuner

@@ -1,10 +1,20 @@
-// Best-config lookup over tuned entries: bucket the problem with the kernel's bucket function,
-// then apply tables/resolve.h's precedence. The daemon (rows from SQLite), the CLI (rows from
-// the checked-in table) and generated headers (constexpr rows) all answer through ResolveRow,
-// so the three can never disagree about which row wins.
+// Best-config lookup over tuned entries and overrides: bucket the problem with the kernel's
+// bucket function, then answer by this precedence, first hit wins:
+//   explicit        the caller named a config (validated against the problem, then echoed);
+//   override        a pin for this bucket under the hardware key, its prefixes, or "*";
+//   tuned           a row for exactly this hardware key (tables/resolve.h's ResolveRow);
+//   tuned_fallback  a row under a prefix of the key (ResolveRow);
+//   nearest         no row for this bucket anywhere in the chain: the row of the closest bucket
+//                   (sum of |log2| distances per dim) at the most specific level that has any;
+//   default         the kernel's default config.
+// The daemon (rows from SQLite over the checked-in table), the CLI (checked-in table) and
+// generated headers (tuned/tuned_fallback/default through the same ResolveRow) agree on every
+// row they share.
 #pragma once
 
+#include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "blocktune/tables/resolve.h"
@@ -17,6 +27,19 @@ struct LookupQuery {
   DType dtype = DType::kF32;
   NamedInts dims;
   std::string hardware_key;  // the key of the machine that will run the kernel
+  std::optional<Config> explicit_config;  // the caller's own config; answered as `explicit`
+};
+
+// A pinned config (the daemon's overrides table).
+struct Override {
+  int64_t id = 0;
+  std::string kernel;
+  std::string hardware_key;  // a full key, a prefix of one, or "*" for every machine
+  DType dtype = DType::kF32;
+  std::string bucket;
+  Config config;
+  std::string reason;
+  std::string expires_at;  // UTC "YYYY-MM-DDTHH:MM:SS.fffZ"; empty: never
 };
 
 struct LookupAnswer {
@@ -24,15 +47,53 @@ struct LookupAnswer {
   Config config;
   tables::Source source = tables::Source::kDefault;
   std::string hardware;   // key of the row that answered; the queried key for the default
-  std::string bucket;
-  double median_ns = 0;   // 0 for the default
+  std::string bucket;     // the query's bucket
+  std::string matched_bucket;  // the row's bucket (differs from `bucket` only for nearest)
+  double median_ns = 0;   // 0 for the default, explicit and override
   int64_t samples = 0;
   int64_t sweep_id = 0;
   int64_t measurement_id = 0;
   std::string measured_at;
+  int64_t override_id = 0;   // for source override
+  std::string reason;        // for source override
+  std::string expires_at;    // for source override
 };
 
-// Errors only for a malformed query (unknown dim, out of range, unsupported dtype).
+// Rows grouped by kernel once, so a lookup scans only its kernel's rows and allocates nothing
+// for them. Immutable after construction; the daemon swaps whole indexes.
+class LookupIndex {
+ public:
+  LookupIndex() = default;
+  LookupIndex(std::vector<TunedEntry> rows, std::vector<Override> overrides);
+  const std::vector<TunedEntry>& rows() const { return rows_; }
+  const std::vector<Override>& overrides() const { return overrides_; }
+
+  struct RowView {
+    std::string_view hardware;
+    std::string_view dtype;
+    std::string_view bucket;
+    const TunedEntry* entry;
+  };
+  const std::vector<RowView>& RowsOf(std::string_view kernel) const;
+  const std::vector<const Override*>& OverridesOf(std::string_view kernel) const;
+
+ private:
+  std::vector<TunedEntry> rows_;
+  std::vector<Override> overrides_;
+  std::map<std::string, std::vector<RowView>, std::less<>> by_kernel_;
+  std::map<std::string, std::vector<const Override*>, std::less<>> overrides_by_kernel_;
+};
+
+// Errors only for a malformed query (unknown dim, out of range, unsupported dtype, an explicit
+// config that does not fit the kernel). `now_utc` ("YYYY-MM-DDTHH:MM:SS.fffZ") hides expired
+// overrides; empty means "do not check". `nearest` enables the nearest-bucket step (the
+// daemon); without it the answer is exactly what a generated header gives.
+Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, const LookupQuery& query,
+                            std::string_view now_utc, bool nearest = true);
+// Header-equivalent lookup over plain rows: explicit, tuned, tuned_fallback, default.
 Result<LookupAnswer> Lookup(const KernelSpec& spec, const std::vector<TunedEntry>& rows, const LookupQuery& query);
+
+// The current UTC time as "YYYY-MM-DDTHH:MM:SS.fffZ" (the store's timestamp format).
+std::string UtcNow();
 
 }  // namespace blocktune::tuner

@@ -96,6 +96,10 @@ Result<std::string> LocateWorker(const std::string& path) {
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
     if (ec) return MakeError(ErrorCode::kFailedPrecondition, "cannot read /proc/self/exe: " + ec.message());
     p = (self.parent_path() / "blocktune-worker").string();
+#if defined(BLOCKTUNE_BUILD_TREE_WORKER)
+    // Not installed side by side (a program elsewhere in the build tree): this build's worker.
+    if (access(p.c_str(), X_OK) != 0 && access(BLOCKTUNE_BUILD_TREE_WORKER, X_OK) == 0) p = BLOCKTUNE_BUILD_TREE_WORKER;
+#endif
   }
   if (access(p.c_str(), X_OK) != 0) {
     return MakeError(ErrorCode::kFailedPrecondition,

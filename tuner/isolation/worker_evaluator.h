@@ -56,8 +56,9 @@ double DefaultTimeout(const EvalRequest& request, size_t configs, double min_tim
 // The physical memory of the machine in bytes (sysconf), 0 if unknown.
 int64_t PhysicalMemoryBytes();
 
-// "blocktune-worker" next to the running executable, or `path` if given; an error if it is not
-// an executable file (so a daemon can refuse to start instead of failing every config).
+// "blocktune-worker" next to the running executable (else the one this build tree made), or
+// `path` if given; an error if it is not an executable file (so a daemon can refuse to start
+// instead of failing every config).
 Result<std::string> LocateWorker(const std::string& path);
 
 // "SIGSEGV" for 11, ...; "signal N" for ones without a name here.

@@ -1,0 +1,161 @@
+// Shared CLI plumbing; see cli.h.
+#include "client/cli.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+namespace blocktune::client {
+
+int Fail(int code, const std::string& message) {
+  std::fprintf(stderr, "blocktune: %s\n", message.c_str());
+  return code;
+}
+
+std::string ResolveToken(const Common& c) {
+  if (!c.token.empty()) return c.token;
+  if (const char* env = std::getenv("BLOCKTUNE_TOKEN"); env != nullptr && *env != '\0') return env;
+  std::ifstream in(c.token_file);
+  std::string t;
+  std::getline(in, t);
+  return t;
+}
+
+std::string UrlEncode(const std::string& s) {
+  std::string out;
+  for (unsigned char ch : s) {
+    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", ch);
+      out += buf;
+    }
+  }
+  return out;
+}
+
+Result<NamedInts> ParseShape(const std::string& text) {
+  auto s = NamedInts::Parse(text);
+  if (!s) return std::unexpected(WithPathPrefix(s.error(), "--shape"));
+  return s;
+}
+
+void AddCommon(CLI::App* cmd, Common& c, bool server) {
+  if (server) {
+    cmd->add_option("--server", c.server, "blocktuned base URL (env BLOCKTUNE_SERVER)")
+        ->envname("BLOCKTUNE_SERVER")
+        ->capture_default_str();
+    cmd->add_option("--token", c.token, "bearer token for mutating requests (env BLOCKTUNE_TOKEN)");
+    cmd->add_option("--token-file", c.token_file, "file with the bearer token")->capture_default_str();
+  }
+  cmd->add_flag("--json", c.json, "print machine-readable JSON");
+}
+
+std::expected<HttpReply, int> Call(const Common& c, const std::string& method, const std::string& path,
+                                   const CallOptions& options) {
+  httplib::Client cli(c.server);
+  cli.set_connection_timeout(5);
+  cli.set_read_timeout(120);
+  httplib::Headers headers;
+  if (method != "GET") {
+    const std::string token = ResolveToken(c);
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+  }
+  if (!options.idempotency_key.empty()) headers.emplace("Idempotency-Key", options.idempotency_key);
+  httplib::Result r = method == "GET"      ? cli.Get(path.c_str(), headers)
+                      : method == "DELETE" ? cli.Delete(path.c_str(), headers, options.body, "application/json")
+                                           : cli.Post(path.c_str(), headers, options.body, "application/json");
+  if (!r) {
+    Fail(kExitUnreachable, "cannot reach " + c.server + ": " + httplib::to_string(r.error()));
+    return std::unexpected(kExitUnreachable);
+  }
+  HttpReply reply;
+  reply.status = r->status;
+  reply.text = r->body;
+  if (!options.raw || r->status >= 400) reply.body = Json::parse(r->body, nullptr, false);
+  if (r->status >= 400) {
+    const Json& e = reply.body.is_object() && reply.body.contains("error") ? reply.body["error"] : Json();
+    if (c.json) {
+      std::printf("%s\n", r->body.c_str());
+    } else if (e.is_object()) {
+      const std::string where = e.value("path", std::string());
+      std::fprintf(stderr, "blocktune: server refused (%d %s): %s%s\n", r->status,
+                   e.value("code", std::string()).c_str(), e.value("message", std::string()).c_str(),
+                   where.empty() ? "" : (" [" + where + "]").c_str());
+    } else {
+      std::fprintf(stderr, "blocktune: server returned %d: %s\n", r->status, r->body.c_str());
+    }
+    return std::unexpected(r->status >= 500 ? kExitServerError : kExitRefused);
+  }
+  if (!options.raw && reply.body.is_discarded()) {
+    Fail(kExitServerError, "server sent a body that is not JSON");
+    return std::unexpected(kExitServerError);
+  }
+  return reply;
+}
+
+namespace {
+std::string Scalar(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_null()) return "-";
+  if (v.is_object()) {
+    // Small flat objects (configs, dims) on one line: a=1,b=2.
+    std::string out;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      if (!out.empty()) out += ',';
+      out += it.key() + "=" + (it->is_structured() ? it->dump() : Scalar(*it));
+    }
+    return out;
+  }
+  return v.dump();
+}
+bool Flat(const Json& v) {
+  if (!v.is_structured()) return true;
+  for (const auto& x : v) {
+    if (x.is_structured()) return false;
+  }
+  return v.size() <= 12;
+}
+}  // namespace
+
+void PrintHuman(const Json& j, int indent) {
+  const std::string pad(static_cast<size_t>(indent), ' ');
+  if (j.is_array()) {
+    bool first = true;
+    for (const auto& x : j) {
+      if (!first && x.is_object()) std::printf("\n");
+      first = false;
+      if (x.is_object()) {
+        PrintHuman(x, indent);
+      } else {
+        std::printf("%s%s\n", pad.c_str(), Scalar(x).c_str());
+      }
+    }
+    return;
+  }
+  if (!j.is_object()) {
+    std::printf("%s%s\n", pad.c_str(), Scalar(j).c_str());
+    return;
+  }
+  size_t width = 0;
+  for (auto it = j.begin(); it != j.end(); ++it) width = std::max(width, it.key().size());
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (Flat(*it) || (it->is_array() && it->empty())) {
+      std::printf("%s%-*s  %s\n", pad.c_str(), static_cast<int>(width), it.key().c_str(),
+                  it->is_array() ? [&] {
+                    std::string s;
+                    for (const auto& x : *it) s += (s.empty() ? "" : " ") + Scalar(x);
+                    return s;
+                  }().c_str()
+                                 : Scalar(*it).c_str());
+    } else {
+      std::printf("%s%s\n", pad.c_str(), it.key().c_str());
+      PrintHuman(*it, indent + 2);
+    }
+  }
+}
+
+}  // namespace blocktune::client

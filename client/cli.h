@@ -1,0 +1,68 @@
+// What every blocktune subcommand shares: the common flags (--server, --token, --token-file,
+// --json), exit codes, and one HTTP call that maps failures to those codes and prints the
+// server's error body.
+//
+// Exit codes: 0 success, 1 the operation failed (sweep failed or cancelled, verification
+// failed, tables out of date with --check), 2 bad command line, 3 server unreachable, 4 server
+// refused the request (4xx; the error body is printed), 5 server error (5xx or a malformed
+// answer), 6 local database problem (--local, backup --db).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <expected>
+#include <string>
+
+#include "kernels/core/config.h"
+#include "server/codec.h"
+
+namespace blocktune::client {
+
+using wire::Json;
+
+constexpr int kExitFailed = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitUnreachable = 3;
+constexpr int kExitRefused = 4;
+constexpr int kExitServerError = 5;
+constexpr int kExitDatabase = 6;
+
+struct Common {
+  std::string server = "http://127.0.0.1:8787";
+  std::string token;
+  std::string token_file = "var/token";
+  bool json = false;
+};
+
+int Fail(int code, const std::string& message);
+std::string ResolveToken(const Common& c);
+std::string UrlEncode(const std::string& s);
+Result<NamedInts> ParseShape(const std::string& text);
+void AddCommon(CLI::App* cmd, Common& c, bool server);
+
+struct HttpReply {
+  int status = 0;
+  Json body;         // parsed JSON (null when raw)
+  std::string text;  // the body as received
+};
+
+struct CallOptions {
+  std::string body;
+  std::string idempotency_key;
+  bool raw = false;  // the answer is not JSON (tables, metrics)
+};
+
+// GET, POST or DELETE; the token goes on everything but GET. Errors are printed (the server's
+// error body with --json) and returned as an exit code.
+std::expected<HttpReply, int> Call(const Common& c, const std::string& method, const std::string& path,
+                                   const CallOptions& options = {});
+
+// Prints any JSON value for people: objects as aligned "key  value" lines, arrays of objects as
+// blocks separated by blank lines. Keys come from the document, so no key is spelled here.
+void PrintHuman(const Json& j, int indent = 0);
+
+// Registers sweep, sweeps, lookup, kernels, hardware, tuned, override, tables download, backup,
+// health and metrics. Returns the exit code of the command that parsed, or -1 if none did.
+std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI::App* tables_cmd);
+
+}  // namespace blocktune::client

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# The CLI against a live daemon, command by command, with exit codes; `sweep --local` without a
+# daemon; online backup (endpoint and CLI) giving a database that passes integrity_check; and
+# blocktuned refusing a corrupt database with exit code 3 without touching the file.
+# Usage: e2e_cli.sh BUILD_DIR
+set -euo pipefail
+build=$1
+bt=$build/client/blocktune
+work=$(mktemp -d)
+daemon_pid=
+cleanup() {
+  if [[ -n $daemon_pid ]]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+expect_rc() {  # expect_rc CODE command...
+  local want=$1 rc=0
+  shift
+  "$@" >"$work/out" 2>"$work/err" || rc=$?
+  [[ $rc == "$want" ]] || { echo "FAIL: '$*' exited $rc, expected $want"; cat "$work/out" "$work/err"; exit 1; }
+}
+
+# A corrupt database: exit 3, file unchanged.
+mkdir -p "$work/bad"
+head -c 8192 /dev/urandom >"$work/bad/blocktune.db"
+sum_before=$(sha256sum "$work/bad/blocktune.db")
+expect_rc 3 "$build/server/blocktuned" --port 0 --db "$work/bad/blocktune.db"
+[[ $(sha256sum "$work/bad/blocktune.db") == "$sum_before" ]] || { echo "FAIL: corrupt database was modified"; exit 1; }
+
+# A real database with a damaged b-tree page (the file header still says SQLite): the
+# integrity check on start catches it; exit 3, file unchanged.
+"$build/server/blocktuned" --port 0 --port-file "$work/dmg.port" --db "$work/dmg/blocktune.db" --log-level warn \
+  >/dev/null 2>&1 &
+dmg_pid=$!
+for _ in $(seq 200); do [[ -s $work/dmg.port ]] && break; sleep 0.05; done
+kill -TERM "$dmg_pid"
+wait "$dmg_pid"
+pages=$(sqlite3 "$work/dmg/blocktune.db" "PRAGMA page_count")
+[[ $pages -gt 3 ]]
+# Page 2 is the first table's b-tree root; overwrite its page header and cell pointers.
+printf '\x0d\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff' |
+  dd of="$work/dmg/blocktune.db" bs=1 seek=4096 conv=notrunc status=none
+sum_before=$(sha256sum "$work/dmg/blocktune.db")
+expect_rc 3 "$build/server/blocktuned" --port 0 --db "$work/dmg/blocktune.db"
+grep -qi "integrity\|malformed\|corrupt" "$work/err" "$work/out" || { echo "FAIL: no integrity message"; cat "$work/err"; exit 1; }
+[[ $(sha256sum "$work/dmg/blocktune.db") == "$sum_before" ]] || { echo "FAIL: damaged database was modified"; exit 1; }
+
+"$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$work/db/blocktune.db" \
+  --min-repetition-ms 1 --repetitions 2 --log-level warn >"$work/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 200); do [[ -s $work/port ]] && break; sleep 0.05; done
+s=(--server "http://127.0.0.1:$(cat "$work/port")" --token-file "$work/db/token")
+
+expect_rc 0 "$bt" health "${s[@]}"
+expect_rc 0 "$bt" sweep matmul --shape m=16,n=16,k=16 --strategy random --budget 2 --idempotency-key k1 --json "${s[@]}"
+grep -q '"status":"done"' "$work/out"
+expect_rc 0 "$bt" sweeps list --json "${s[@]}"
+grep -q '"id":1' "$work/out"
+expect_rc 0 "$bt" sweeps show 1 "${s[@]}"
+expect_rc 0 "$bt" sweeps measurements 1 --all --limit 1 "${s[@]}"
+[[ $(grep -c ' ok ' "$work/out") == 2 ]] || { echo "FAIL: measurements"; cat "$work/out"; exit 1; }
+
+expect_rc 4 "$bt" sweeps cancel 1 "${s[@]}"
+expect_rc 4 "$bt" sweeps show 99 "${s[@]}"
+expect_rc 0 "$bt" lookup matmul --shape m=16,n=16,k=16 --json "${s[@]}"
+grep -q '"source":"tuned"' "$work/out"
+printf '{"queries":[{"kernel":"matmul","dims":{"m":16,"n":16,"k":16}},{"kernel":"matmul","dims":{"m":16,"n":16,"k":16},"config":{"block_m":96}}]}' >"$work/batch.json"
+expect_rc 0 "$bt" lookup --batch "$work/batch.json" --json "${s[@]}"
+grep -q '"source":"explicit"' "$work/out"
+expect_rc 0 "$bt" override set matmul --shape m=16,n=16,k=16 --config block_m=48 --reason "e2e pin" --ttl-hours 1 "${s[@]}"
+expect_rc 0 "$bt" lookup matmul --shape m=16,n=16,k=16 "${s[@]}"
+grep -q 'override' "$work/out"
+expect_rc 0 "$bt" override list --json "${s[@]}"
+expect_rc 0 "$bt" override delete 1 "${s[@]}"
+expect_rc 4 "$bt" override delete 1 "${s[@]}"
+expect_rc 0 "$bt" kernels "${s[@]}"
+expect_rc 0 "$bt" kernels matmul --json "${s[@]}"
+expect_rc 4 "$bt" kernels nope "${s[@]}"
+expect_rc 0 "$bt" hardware "${s[@]}"
+expect_rc 0 "$bt" tuned --kernel matmul "${s[@]}"
+expect_rc 0 "$bt" tables download matmul --out "$work/matmul.h" "${s[@]}"
+grep -q 'GENERATED' "$work/matmul.h"
+expect_rc 0 "$bt" metrics "${s[@]}"
+grep -q 'blocktune_db_bytes' "$work/out"
+expect_rc 4 "$bt" sweep matmul --shape m=16,n=16,k=16 --token wrong-token-0123456789 "${s[@]}"
+expect_rc 2 "$bt" sweep matmul --shape m=16 --strategy nope "${s[@]}"
+expect_rc 0 "$bt" backup --json "${s[@]}"
+backup=$(sed -n 's/.*"path":"\([^"]*\)".*/\1/p' "$work/out")
+[[ $(sqlite3 "$backup" "PRAGMA integrity_check") == ok ]]
+[[ $(sqlite3 "$backup" "SELECT COUNT(*) FROM measurements") == 2 ]]
+expect_rc 0 "$bt" backup --db "$work/db/blocktune.db" --out "$work/copy.db"
+[[ $(sqlite3 "$work/copy.db" "PRAGMA integrity_check") == ok ]]
+
+kill "$daemon_pid"
+wait "$daemon_pid"
+daemon_pid=
+expect_rc 3 "$bt" health "${s[@]}"
+expect_rc 0 "$bt" sweep --local --db "$work/local.db" matmul --shape m=16,n=16,k=16 --strategy random --budget 2 \
+  --min-repetition-ms 1 --repetitions 2 --json
+grep -q '"status":"done"' "$work/out"
+[[ $(sqlite3 "$work/local.db" "SELECT COUNT(*) FROM measurements") == 2 ]]
+echo PASS

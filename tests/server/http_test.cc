@@ -1,0 +1,398 @@
+// blocktuned in-process on a free port: the route table, the served routes and the OpenAPI
+// document agree; every mutating route refuses a missing or wrong token (and changes nothing);
+// lookups answer from every source; idempotency keys, rate limits, Host checks and body guards
+// hold over real sockets.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <regex>
+#include <set>
+#include <thread>
+
+#include "server/codec.h"
+#include "server/http.h"
+#include "server/service.h"
+
+namespace blocktune::server {
+namespace {
+
+using wire::Json;
+
+constexpr char kToken[] = "test-token-0123456789abcdef";
+
+class Daemon : public ::testing::Test {
+ protected:
+  void SetUp() override { StartDaemon(ServiceOptions{}); }
+
+  void StartDaemon(ServiceOptions options) {
+    dir_ = ::testing::TempDir() + "/http_test_" + std::to_string(getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+    auto store = store::Store::Open(dir_ + "/db.sqlite");
+    ASSERT_TRUE(store) << store.error().ToString();
+    options.sweep.timing.min_repetition_ns = 1e5;  // 0.1 ms: tests check flow, not speed
+    options.sweep.timing.repetitions = 2;
+    service_ = std::make_unique<Service>(std::move(*store), dir_ + "/db.sqlite", options);
+    ASSERT_TRUE(service_->Start());
+    HttpOptions http;
+    http.port = 0;
+    http.token = kToken;
+    http.worker_threads = 8;
+    server_ = std::make_unique<HttpServer>(*service_, http);
+    auto port = server_->Bind();
+    ASSERT_TRUE(port) << port.error().ToString();
+    port_ = *port;
+    thread_ = std::thread([this] { server_->Run(); });
+  }
+
+  void TearDown() override {
+    if (server_) server_->Stop();
+    if (thread_.joinable()) thread_.join();
+    if (service_) service_->Stop();
+    server_.reset();
+    service_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  httplib::Client Client() {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(5);
+    c.set_read_timeout(30);
+    return c;
+  }
+
+  httplib::Headers Auth(const std::string& token = kToken) { return {{"Authorization", "Bearer " + token}}; }
+
+  // Sends `method path` with `body` and returns (status, parsed body or null).
+  std::pair<int, Json> Send(const std::string& method, const std::string& path, const std::string& body = "",
+                            httplib::Headers headers = {}) {
+    auto c = Client();
+    httplib::Result r = method == "GET"    ? c.Get(path.c_str(), headers)
+                        : method == "POST" ? c.Post(path.c_str(), headers, body, "application/json")
+                                           : c.Delete(path.c_str(), headers, body, "application/json");
+    if (!r) {
+      ADD_FAILURE() << method << " " << path << ": " << httplib::to_string(r.error());
+      return {0, Json()};
+    }
+    return {r->status, Json::parse(r->body, nullptr, false)};
+  }
+
+  // Sends raw bytes and returns the status of the first response line (0 if none).
+  int RawStatus(const std::string& raw) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port_));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      ::close(fd);
+      return 0;
+    }
+    (void)!::write(fd, raw.data(), raw.size());
+    timeval tv{5, 0};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    char buf[64] = {};
+    const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    int status = 0;
+    if (n > 12) std::sscanf(buf, "HTTP/1.1 %d", &status);
+    return status;
+  }
+
+  int64_t CreateTinySweep(const std::string& key = "", int m = 8) {
+    httplib::Headers h = Auth();
+    if (!key.empty()) h.emplace("Idempotency-Key", key);
+    auto [status, body] = Send("POST", "/v1/sweeps",
+                               R"({"kernel":"matmul","shapes":[{"m":)" + std::to_string(m) +
+                                   R"(,"n":8,"k":8}],"strategy":"random","budget":1})",
+                               h);
+    EXPECT_TRUE(status == 202 || status == 200) << status << " " << body.dump();
+    return body.value("id", int64_t{0});
+  }
+
+  std::string dir_;
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<HttpServer> server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// Fills a route's path parameters with plausible values.
+std::string ExamplePath(const Route& r, const std::string& id = "1") {
+  std::string p = r.path;
+  p = std::regex_replace(p, std::regex(R"(\{id\})"), id);
+  p = std::regex_replace(p, std::regex(R"(\{kernel\})"), "matmul");
+  return p;
+}
+
+TEST(OpenApi, DocumentAndRouteTableAgree) {
+  const Json doc = OpenApiDocument();
+  std::set<std::pair<std::string, std::string>> documented;
+  for (auto it = doc["paths"].begin(); it != doc["paths"].end(); ++it) {
+    for (auto m = it->begin(); m != it->end(); ++m) {
+      std::string method = m.key();
+      for (char& c : method) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+      documented.emplace(method, it.key());
+      EXPECT_TRUE(m->contains("responses")) << it.key();
+    }
+  }
+  std::set<std::pair<std::string, std::string>> routed;
+  for (const Route& r : Routes()) {
+    routed.emplace(r.method, r.path);
+    // Every schema a route names exists in the document.
+    for (const char* schema : {r.request, r.response}) {
+      if (*schema) EXPECT_TRUE(doc["components"]["schemas"].contains(schema)) << schema;
+    }
+    std::string method = r.method;
+    for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(doc["paths"][r.path][method].contains("security"), r.mutating) << r.method << " " << r.path;
+  }
+  EXPECT_EQ(documented, routed);
+}
+
+TEST_F(Daemon, ServesTheSameOpenApiDocumentAndEveryRoute) {
+  auto [status, served] = Send("GET", "/v1/openapi.json");
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(served, OpenApiDocument());
+  const int64_t id = CreateTinySweep();
+  ASSERT_GT(id, 0);
+  for (const Route& r : Routes()) {
+    const std::string path = ExamplePath(r, std::to_string(id));
+    std::string url = path;
+    if (std::string(r.path) == "/v1/lookup" && std::string(r.method) == "GET") url += "?kernel=matmul&m=8&n=8&k=8";
+    std::string body = r.request[0] ? "{}" : "";
+    if (std::string(r.method) != "GET" && body.empty()) body = "";
+    httplib::Headers h = r.mutating ? Auth() : httplib::Headers{};
+    auto c = Client();
+    httplib::Result res = std::string(r.method) == "GET"      ? c.Get(url.c_str(), h)
+                          : std::string(r.method) == "POST"   ? c.Post(url.c_str(), h, body, "application/json")
+                                                              : c.Delete(url.c_str(), h, body, "application/json");
+    ASSERT_TRUE(res) << r.method << " " << url;
+    EXPECT_LT(res->status, 500) << r.method << " " << url << " " << res->body;
+    // Reached its handler: either success, or the handler's own verdict, never "no route".
+    EXPECT_EQ(res->body.find("no route for"), std::string::npos) << r.method << " " << url;
+    if (!r.request[0] && r.response[0] && std::string(r.method) == "GET") {
+      EXPECT_EQ(res->status, r.success) << r.method << " " << url << " " << res->body;
+    }
+  }
+}
+
+TEST_F(Daemon, EveryMutatingRouteRefusesAMissingOrWrongToken) {
+  int mutating = 0;
+  for (const Route& r : Routes()) {
+    if (!r.mutating) continue;
+    ++mutating;
+    const std::string path = ExamplePath(r);
+    const std::string body = std::string(r.request[0] ? R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],)"
+                                                        R"("hardware":"*","bucket":"m8_n8_k8","config":{"block_m":48},)"
+                                                        R"("reason":"x"})"
+                                                      : "");
+    const std::vector<httplib::Headers> bad = {
+        {},
+        Auth("wrong-token-0123456789abcdef"),
+        Auth(std::string(kToken) + "x"),
+        Auth(std::string(kToken).substr(1)),
+        {{"Authorization", std::string("Basic ") + kToken}},
+        {{"Authorization", std::string("bearer ") + kToken}},
+        {{"Authorization", "Bearer "}},
+    };
+    for (const auto& h : bad) {
+      auto [status, json] = Send(r.method, path, body, h);
+      EXPECT_EQ(status, 401) << r.method << " " << path;
+      EXPECT_EQ(json["error"]["path"], "Authorization") << json.dump();
+    }
+  }
+  EXPECT_GE(mutating, 5);
+  // Nothing was created, cancelled, pinned or backed up.
+  EXPECT_TRUE(Send("GET", "/v1/sweeps").second["sweeps"].empty());
+  EXPECT_TRUE(Send("GET", "/v1/overrides").second["overrides"].empty());
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/backups"));
+}
+
+TEST_F(Daemon, LookupAnswersFromEverySource) {
+  const std::string host = service_->HostKey(1);
+  // default: a hardware key nothing is tuned for.
+  auto [s1, def] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&hardware=zz.none");
+  ASSERT_EQ(s1, 200) << def.dump();
+  EXPECT_EQ(def["source"], "default");
+  // explicit: the caller's config, completed with defaults.
+  auto [s2, ex] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&config=block_m%3D96");
+  ASSERT_EQ(s2, 200) << ex.dump();
+  EXPECT_EQ(ex["source"], "explicit");
+  EXPECT_EQ(ex["config"]["block_m"], 96);
+  // override, then removed.
+  auto [s3, pin] = Send("POST", "/v1/overrides",
+                        R"({"kernel":"matmul","hardware":"*","bucket":"m8_n8_k8","config":{"block_m":48},)"
+                        R"("reason":"pinned for a test","expires_at":"2999-01-01T00:00:00Z"})",
+                        Auth());
+  ASSERT_EQ(s3, 201) << pin.dump();
+  auto [s4, over] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8");
+  EXPECT_EQ(over["source"], "override") << over.dump();
+  EXPECT_EQ(over["override"]["reason"], "pinned for a test");
+  EXPECT_EQ(over["config"]["block_m"], 48);
+  // An expired override is not served.
+  auto [s5, old] = Send("POST", "/v1/overrides",
+                        R"({"kernel":"matmul","hardware":"*","bucket":"m16_n8_k8","config":{"block_m":48},)"
+                        R"("reason":"expired","expires_at":"2001-01-01T00:00:00Z"})",
+                        Auth());
+  ASSERT_EQ(s5, 201);
+  EXPECT_NE(Send("GET", "/v1/lookup?kernel=matmul&m=16&n=8&k=8").second["source"], "override");
+  ASSERT_EQ(Send("DELETE", "/v1/overrides/" + std::to_string(pin["id"].get<int64_t>()), "", Auth()).first, 200);
+  EXPECT_NE(Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8").second["source"], "override");
+  // tuned after a sweep, and nearest for a bucket the sweep did not cover on a key that has
+  // only this database's rows.
+  const int64_t id = CreateTinySweep("", 8);
+  for (int i = 0; i < 600 && Send("GET", "/v1/sweeps/" + std::to_string(id)).second["status"] != "done"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto [s6, tuned] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8");
+  EXPECT_EQ(tuned["source"], "tuned") << tuned.dump();
+  EXPECT_EQ(tuned["sweep_id"], id);
+  EXPECT_EQ(tuned["hardware"], host);
+  auto [s7, near] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&hardware=" + host + ".extra");
+  EXPECT_EQ(near["source"], "tuned_fallback") << near.dump();
+  // Batch: answers in order, an error in place for the bad query, the rest still answered.
+  auto [s8, batch] = Send("POST", "/v1/lookup",
+                          R"({"queries":[{"kernel":"matmul","dims":{"m":8,"n":8,"k":8}},)"
+                          R"({"kernel":"matmul","dims":{"m":8,"n":8,"k":8},"dtype":"f32","hardware":"zz.none"}]})");
+  ASSERT_EQ(s8, 200) << batch.dump();
+  ASSERT_EQ(batch["results"].size(), 2u);
+  EXPECT_EQ(batch["results"][0]["source"], "tuned");
+  EXPECT_EQ(batch["results"][1]["source"], "default");
+}
+
+TEST(LookupIndex, NearestBucketWhenTheChainHasRowsButNotThisBucket) {
+  const KernelSpec* spec = FindKernel("matmul");
+  ASSERT_NE(spec, nullptr);
+  tuner::TunedEntry near;
+  near.kernel = "matmul";
+  near.hardware_key = "x.y.t1";
+  near.bucket = "m64_n64_k64";
+  near.config = NamedInts({{"block_m", 96}, {"block_n", 256}, {"block_k", 128}});
+  tuner::TunedEntry far = near;
+  far.bucket = "m4096_n4096_k4096";
+  far.config = NamedInts({{"block_m", 192}, {"block_n", 512}, {"block_k", 256}});
+  tuner::LookupIndex index({far, near}, {});
+  auto a = tuner::Lookup(*spec, index, {DType::kF32, NamedInts({{"m", 100}, {"n", 100}, {"k", 50}}), "x.y.t1", {}}, "");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->source, tables::Source::kNearest);
+  EXPECT_EQ(a->matched_bucket, "m64_n64_k64");
+  EXPECT_EQ(a->bucket, "m128_n128_k64");
+  EXPECT_EQ(a->config, near.config);
+  // Without the nearest step (what generated headers do) the default answers.
+  auto h = tuner::Lookup(*spec, index, {DType::kF32, NamedInts({{"m", 100}, {"n", 100}, {"k", 50}}), "x.y.t1", {}}, "",
+                         /*nearest=*/false);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->source, tables::Source::kDefault);
+}
+
+TEST_F(Daemon, IdempotencyKeyReturnsTheSameSweep) {
+  const int64_t a = CreateTinySweep("key-1");
+  const int64_t b = CreateTinySweep("key-1");
+  EXPECT_EQ(a, b);
+  const int64_t c = CreateTinySweep("key-2");
+  EXPECT_NE(a, c);
+  auto [status, body] = Send("POST", "/v1/sweeps", R"({"kernel":"matmul","shapes":[{"m":9,"n":8,"k":8}]})",
+                             [&] {
+                               auto h = Auth();
+                               h.emplace("Idempotency-Key", "key-1");
+                               return h;
+                             }());
+  EXPECT_EQ(status, 409) << body.dump();
+  EXPECT_EQ(Send("GET", "/v1/sweeps").second["sweeps"].size(), 2u);
+}
+
+TEST_F(Daemon, SweepProgressMeasurementsAndCancel) {
+  const int64_t id = CreateTinySweep();
+  Json sweep;
+  for (int i = 0; i < 600; ++i) {
+    sweep = Send("GET", "/v1/sweeps/" + std::to_string(id)).second;
+    if (sweep["status"] == "done") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(sweep["status"], "done") << sweep.dump();
+  const int64_t total = sweep["progress"]["total"].get<int64_t>();
+  EXPECT_EQ(sweep["progress"]["done"], total);
+  EXPECT_EQ(sweep["eta_seconds"], 0.0);
+  int64_t counted = 0;
+  for (auto it = sweep["progress"]["by_outcome"].begin(); it != sweep["progress"]["by_outcome"].end(); ++it) {
+    counted += it->get<int64_t>();
+  }
+  EXPECT_EQ(counted, total);
+  // Pages of one: every measurement exactly once, in id order.
+  std::set<int64_t> seen;
+  int64_t after = 0;
+  for (int i = 0; i < 10000; ++i) {
+    auto page = Send("GET", "/v1/sweeps/" + std::to_string(id) + "/measurements?limit=1&after_id=" + std::to_string(after)).second;
+    for (const auto& m : page["measurements"]) EXPECT_TRUE(seen.insert(m["id"].get<int64_t>()).second);
+    if (page["next_after_id"].is_null()) break;
+    after = page["next_after_id"].get<int64_t>();
+  }
+  EXPECT_EQ(static_cast<int64_t>(seen.size()), total);
+  // A finished sweep cannot be cancelled; a missing one is 404.
+  EXPECT_EQ(Send("POST", "/v1/sweeps/" + std::to_string(id) + "/cancel", "", Auth()).first, 412);
+  EXPECT_EQ(Send("POST", "/v1/sweeps/999/cancel", "", Auth()).first, 404);
+}
+
+TEST_F(Daemon, RefusesForeignHostsAndUnsafeBodies) {
+  auto c = Client();
+  auto evil = c.Get("/healthz", {{"Host", "evil.example"}});
+  ASSERT_TRUE(evil);
+  EXPECT_EQ(evil->status, 421);
+  auto local = c.Get("/healthz", {{"Host", "localhost:1"}});
+  ASSERT_TRUE(local);
+  EXPECT_EQ(local->status, 200);
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  EXPECT_EQ(Send("POST", "/v1/sweeps", deep, Auth()).first, 400);
+  EXPECT_EQ(Send("POST", "/v1/lookup", deep).first, 400);
+  const std::string long_string = R"({"kernel":")" + std::string(100000, 'a') + R"("})";
+  EXPECT_EQ(Send("POST", "/v1/sweeps", long_string, Auth()).first, 400);
+  // A declared length over the limit is refused from the head alone, before any body byte.
+  EXPECT_EQ(RawStatus("POST /v1/sweeps HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
+                      "\r\nContent-Length: 2097152\r\n\r\n"),
+            413);
+  EXPECT_EQ(RawStatus("POST /v1/sweeps HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
+                      "\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
+            411);
+  auto gz = Client().Post("/v1/sweeps", {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Encoding", "gzip"}},
+                          std::string("\x1f\x8b\x08\x00", 4), "application/json");
+  ASSERT_TRUE(gz);
+  EXPECT_EQ(gz->status, 415);
+  // Unknown query parameters, bad integers and invalid UTF-8 are 4xx with the error body.
+  auto [s1, e1] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&bogus=1");
+  EXPECT_EQ(s1, 400);
+  EXPECT_EQ(e1["error"]["path"], "bogus");
+  EXPECT_EQ(Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=99999999999999999999").first, 400);
+  auto [s2, e2] = Send("GET", "/v1/lookup?kernel=%ff%fe&m=8");
+  EXPECT_EQ(s2, 400);
+  EXPECT_TRUE(e2.is_object()) << "error body must stay valid JSON with invalid UTF-8 echoed";
+}
+
+class RateLimited : public Daemon {
+ protected:
+  void SetUp() override {
+    ServiceOptions o;
+    o.sweep_burst = 2;
+    o.sweeps_per_minute = 0.5;
+    StartDaemon(o);
+  }
+};
+
+TEST_F(RateLimited, SweepCreationIsRateLimited) {
+  CreateTinySweep();
+  CreateTinySweep();
+  auto [status, body] =
+      Send("POST", "/v1/sweeps", R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],"budget":1,"strategy":"random"})", Auth());
+  EXPECT_EQ(status, 429) << body.dump();
+  EXPECT_EQ(body["error"]["code"], "resource_exhausted");
+}
+
+}  // namespace
+}  // namespace blocktune::server
