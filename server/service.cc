@@ -9,6 +9,7 @@ namespace blocktune::server {
 
 Service::Service(std::unique_ptr<store::Store> store, ServiceOptions options)
     : store_(std::move(store)), options_(std::move(options)), host_(HardwareProfile::Detect(1)) {
+  options_.sweep.tool_version = options_.tool_version;  // recorded with each sweep's environment
   snapshot_ = std::make_shared<const std::vector<tuner::TunedEntry>>();
 }
 
@@ -72,8 +73,7 @@ Result<int64_t> Service::SubmitSweep(const tuner::SweepRequest& request) {
   if (!plans) return std::unexpected(plans.error());
   auto hw_id = store_->UpsertHardware(hw);
   if (!hw_id) return std::unexpected(hw_id.error());
-  int64_t total = 0;
-  for (const auto& p : *plans) total += static_cast<int64_t>(p.invalid.size() + p.planned.size());
+  const int64_t total = tuner::PlannedTotal(*plans);
   auto id = store_->CreateSweep(request, *hw_id, spec->bucket_version(), options_.tool_version, total);
   if (!id) return std::unexpected(id.error());
   spdlog::info("sweep queued id={} kernel={} buckets={} threads={} strategy={}", *id, request.kernel, plans->size(),
