@@ -2,6 +2,9 @@
 // `tables generate` and `bench` work locally on the libraries.
 //
 // `bench --compare` times the checked-in tuned configs against the default, bucket by bucket.
+// `simulate` scores a search strategy against stored exhaustive sweeps without running a
+// kernel, and `sweeps compare` measures how far two independent sweeps' choices are apart;
+// both read SQLite files directly and print what tuner/search/simulate.h computes.
 //
 // Exit codes: 0 success, 1 the operation failed (sweep failed, verification failed, tables
 // out of date with --check), 2 bad command line, 3 server unreachable, 4 server refused the
@@ -487,24 +490,24 @@ Result<std::vector<tuner::StoredBucket>> LoadSweepBuckets(store::Store& db, cons
 }
 
 // Every bucket of every finished exhaustive sweep of `kernel` (all kernels if empty); a bucket
-// measured by several sweeps gets the per-config median over them (tuner::CombineSweeps).
+// measured by several sweeps gets each config's lowest median over them (tuner::CombineSweeps).
 Result<std::vector<tuner::StoredBucket>> LoadExhaustive(const std::vector<std::string>& paths, const std::string& kernel) {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<tuner::StoredBucket>> runs;
   for (const std::string& path : paths) {
-  if (access(path.c_str(), R_OK) != 0) return NotFound("cannot read database " + path);
-  auto db = store::Store::Open(path);
-  if (!db) return std::unexpected(db.error());
-  auto sweeps = (*db)->ListSweeps(store::SweepStatus::kDone, int64_t{1} << 40);
-  if (!sweeps) return std::unexpected(sweeps.error());
-  for (const auto& sw : *sweeps) {
-    if (sw.request.strategy != tuner::Strategy::kExhaustive) continue;
-    if (!kernel.empty() && sw.request.kernel != kernel) continue;
-    auto buckets = LoadSweepBuckets(**db, sw);
-    if (!buckets) return std::unexpected(buckets.error());
-    for (auto& b : *buckets) {
-      runs[{b.kernel, b.hardware_key, std::string(DTypeName(b.dtype)), b.bucket}].push_back(std::move(b));
+    if (access(path.c_str(), R_OK) != 0) return NotFound("cannot read database " + path);
+    auto db = store::Store::Open(path);
+    if (!db) return std::unexpected(db.error());
+    auto sweeps = (*db)->ListSweeps(store::SweepStatus::kDone, int64_t{1} << 40);
+    if (!sweeps) return std::unexpected(sweeps.error());
+    for (const auto& sw : *sweeps) {
+      if (sw.request.strategy != tuner::Strategy::kExhaustive) continue;
+      if (!kernel.empty() && sw.request.kernel != kernel) continue;
+      auto buckets = LoadSweepBuckets(**db, sw);
+      if (!buckets) return std::unexpected(buckets.error());
+      for (auto& b : *buckets) {
+        runs[{b.kernel, b.hardware_key, std::string(DTypeName(b.dtype)), b.bucket}].push_back(std::move(b));
+      }
     }
-  }
   }
   std::vector<tuner::StoredBucket> out;
   for (auto& [_, r] : runs) out.push_back(tuner::CombineSweeps(r));
@@ -739,7 +742,7 @@ int main(int argc, char** argv) {
   AddCommon(simulate_cmd, common, false);
   simulate_cmd->add_option("--db", simulate.db,
                            "SQLite database with finished exhaustive sweeps (repeatable; a bucket swept several times "
-                           "gets the per-config median)");
+                           "gets each config's lowest median)");
   simulate_cmd->add_option("--data", simulate.data, "tab-separated export (see --export) instead of --db");
   simulate_cmd->add_option("--kernel", simulate.kernel, "only this kernel (default: all)");
   simulate_cmd->add_option("--strategy", simulate.strategy, "strategy to score")

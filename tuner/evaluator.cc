@@ -112,11 +112,11 @@ Result<TimingResult> TimeStable(Rotation& rot, const Config& config, const EvalR
   const auto run = [&] { return rot.Run(config, r.threads); };
   auto t = TimeRepeated(run, r.timing);
   attempts = 1;
-  while (t && t->cv > r.timing.max_cv && attempts <= r.timing.max_retries) {
+  while (t && RobustCv(t->samples_ns) > r.timing.max_cv && attempts <= r.timing.max_retries) {
     auto again = TimeRepeated(run, r.timing);
     ++attempts;
     if (!again) return again;
-    if (again->cv < t->cv) t = std::move(again);
+    if (RobustCv(again->samples_ns) < RobustCv(t->samples_ns)) t = std::move(again);
   }
   return t;
 }
@@ -136,8 +136,9 @@ void JudgeTiming(const EvalRequest& r, int attempts, Measurement& m) {
       return;
     }
   }
-  if (m.cv > r.timing.max_cv) {
-    std::snprintf(buf, sizeof buf, "cv %.3f above %.3f after %d timing attempts", m.cv, r.timing.max_cv, attempts);
+  if (const double spread = RobustCv(m.samples_ns); spread > r.timing.max_cv) {
+    std::snprintf(buf, sizeof buf, "robust cv %.3f (cv %.3f) above %.3f after %d timing attempts", spread, m.cv,
+                  r.timing.max_cv, attempts);
     m.outcome = Outcome::kUnstable;
     m.detail = buf;
   }

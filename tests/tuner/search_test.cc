@@ -459,7 +459,15 @@ TEST(Evaluator, TooNoisyAfterRetriesIsUnstable) {
   eval.Measure(r, NamedInts({{"a", 3}, {"b", 2}}), m);
   EXPECT_EQ(m.outcome, Outcome::kUnstable);
   EXPECT_NE(m.detail.find("after 3 timing attempts"), std::string::npos) << m.detail;
+  EXPECT_EQ(m.detail.rfind("robust cv", 0), 0u) << m.detail;
   EXPECT_EQ(m.samples_ns.size(), 3u);
+}
+
+TEST(Timing, RobustCvIgnoresOneOutlierButNotGeneralSpread) {
+  EXPECT_NEAR(RobustCv({10, 10, 10, 10, 18}), 0, 1e-12);
+  EXPECT_GT(CoefficientOfVariation({10, 10, 10, 10, 18}), 0.3);
+  EXPECT_NEAR(RobustCv({8, 10, 12}), 1.4826 * 2 / 10, 1e-12);
+  EXPECT_EQ(RobustCv({5}), 0);
 }
 
 TEST(Floor, PeaksFollowTheIsaAndThreads) {

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <limits>
 
 namespace blocktune::tuner {
@@ -220,31 +219,6 @@ class SurrogateSearch final : public SearchStrategy {
         if (n && std::find(design_.begin(), design_.end(), *n) == design_.end()) design_.push_back(*n);
       }
     }
-    if (const char* e = std::getenv("BT_RIDGE")) ridge_ = std::atof(e);
-    if (const char* e = std::getenv("BT_KAPPA0")) kappa0_ = std::atof(e);
-    int extra = 0;
-    if (const char* e = std::getenv("BT_EXTRA")) extra = std::atoi(e);
-    for (int k = 0; k < extra && !design_.empty(); ++k) {
-      // Maximin: the config farthest from every design point.
-      std::optional<size_t> far;
-      double far_d = -1;
-      for (size_t i = 0; i < space.size(); ++i) {
-        double dmin = kInf;
-        for (size_t j : design_) {
-          double d2 = 0;
-          for (size_t d = 0; d < space.dims(); ++d) {
-            const double diff = space.Scaled(i, d) - space.Scaled(j, d);
-            d2 += diff * diff;
-          }
-          dmin = std::min(dmin, d2);
-        }
-        if (dmin > far_d) {
-          far_d = dmin;
-          far = i;
-        }
-      }
-      if (far && far_d > 0) design_.push_back(*far);
-    }
   }
 
   std::optional<size_t> Ask() override {
@@ -279,10 +253,12 @@ class SurrogateSearch final : public SearchStrategy {
   }
 
   // Solves (F^T F + lambda I') beta = F^T y by Gaussian elimination with partial pivoting;
-  // lambda = 0.05 on every coefficient but the intercept keeps the fit defined with fewer
-  // points than features and shrinks curvature the data do not support.
+  // lambda = 1e-3 on every coefficient but the intercept keeps the fit defined with fewer
+  // points than features. (Features are in [-1, 1]; a ridge of 0.05 shrank the curvature so
+  // much that the model's minimum ran to the corners of the space, and 1e-2 to 1e-1 scored
+  // worse on the stored sweeps; see docs/tuning.md.)
   std::vector<double> Fit(const std::vector<size_t>& points, const std::vector<double>& y) const {
-    const double kRidge = ridge_;
+    constexpr double kRidge = 1e-3;
     const size_t p = Features(points.front()).size();
     std::vector<std::vector<double>> a(p, std::vector<double>(p + 1, 0.0));
     for (size_t k = 0; k < points.size(); ++k) {
@@ -333,7 +309,7 @@ class SurrogateSearch final : public SearchStrategy {
     const double spread = std::max(std::sqrt(var / static_cast<double>(y.size())), 0.01);
     const auto beta = Fit(points, y);
     const double spent = static_cast<double>(history_.asked_count()) / static_cast<double>(budget_);
-    const double kappa = kappa0_ * std::max(0.0, 1.0 - spent);
+    const double kappa = std::max(0.0, 1.0 - spent);
     std::optional<size_t> pick;
     double pick_score = kInf;
     for (size_t i = 0; i < space_.size(); ++i) {
@@ -367,8 +343,6 @@ class SurrogateSearch final : public SearchStrategy {
   std::vector<size_t> design_;
   size_t design_next_ = 0;
   std::vector<size_t> told_;
-  double ridge_ = 1e-3;
-  double kappa0_ = 1.0;
 };
 
 }  // namespace

@@ -136,11 +136,9 @@ StoredBucket CombineSweeps(const std::vector<StoredBucket>& runs) {
     }
     StoredConfig combined = *v.front();
     if (!ok.empty()) {
-      std::sort(ok.begin(), ok.end());
-      const size_t mid = ok.size() / 2;
       combined.outcome = Outcome::kOk;
       combined.detail.clear();
-      combined.median_ns = ok.size() % 2 == 1 ? ok[mid] : (ok[mid - 1] + ok[mid]) / 2;
+      combined.median_ns = *std::min_element(ok.begin(), ok.end());
     }
     out.configs.push_back(std::move(combined));
   }

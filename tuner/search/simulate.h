@@ -44,10 +44,12 @@ struct StoredBucket {
 std::vector<StoredBucket> GroupMeasurements(const std::string& kernel, const std::string& hardware_key, DType dtype,
                                             const std::vector<Measurement>& measurements);
 
-// Several exhaustive sweeps of the same key combined into one oracle: per config, the median
+// Several exhaustive sweeps of the same key combined into one oracle: per config, the lowest
 // of the passing sweeps' medians (ok if any sweep passed it; otherwise the first sweep's
-// outcome). Independent repeats shrink the noise of every value and the winner's curse of the
-// optimum (the minimum of many noisy medians is biased low). Buckets must share the key.
+// outcome). Interference from other processes only ever adds time, so of two medians of the
+// same config the lower is the closer to its own speed (the rule the timing retries follow);
+// a config that was measured in a noisy minute in one sweep gets its quiet value from the
+// other. Buckets must share the key.
 StoredBucket CombineSweeps(const std::vector<StoredBucket>& runs);
 
 std::string FormatStoredBuckets(const std::vector<StoredBucket>& buckets);

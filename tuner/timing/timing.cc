@@ -59,6 +59,16 @@ int RotationSets(double bytes_per_set, int64_t l2_bytes, int64_t l3_bytes, int c
   return static_cast<int>(std::clamp(std::min(want, fit), 1.0, static_cast<double>(kMaxSets)));
 }
 
+double RobustCv(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double med = Median(v);
+  if (med <= 0) return 0;
+  std::vector<double> dev;
+  dev.reserve(v.size());
+  for (double x : v) dev.push_back(std::fabs(x - med));
+  return 1.4826 * Median(std::move(dev)) / med;
+}
+
 Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options) {
   // Warm-up: first touch of outputs, packing buffers and thread pool start-up are not measured.
   auto warm = TimeBatch(run, 1);

@@ -18,11 +18,11 @@ struct TimingOptions {
   double min_repetition_ns = 20e6;
   int repetitions = 5;
   int64_t max_iterations = int64_t{1} << 24;
-  // A config whose repetitions spread more than this (CV = stddev / mean) is timed again, at
-  // most `max_retries` more times, keeping the quietest attempt (interference only ever adds
-  // time and spread, so the attempt with the lowest CV is the one closest to the config's own
-  // speed); if even that is above, the outcome is `unstable`. 10%: a config this noisy cannot
-  // be ranked against neighbours that differ by a few percent anyway.
+  // A config whose repetitions spread more than this (robust CV, see RobustCv) is timed again,
+  // at most `max_retries` more times, keeping the quietest attempt (interference only ever
+  // adds time and spread, so the attempt with the lowest spread is the one closest to the
+  // config's own speed); if even that is above, the outcome is `unstable`. 10%: a config this
+  // noisy cannot be ranked against neighbours that differ by a few percent anyway.
   double max_cv = 0.10;
   int max_retries = 2;
   // Input sets the timed problem rotates through, one per call, so a call finds its inputs
@@ -48,6 +48,11 @@ struct TimingResult {
 double Median(std::vector<double> v);
 // Coefficient of variation: sample standard deviation over mean; 0 for fewer than 2 samples.
 double CoefficientOfVariation(const std::vector<double>& v);
+// The spread the median is judged by: 1.4826 x MAD / median (equal to the CV for normal
+// noise), which, like the median, ignores a minority of outliers. One repetition hit by a 4 ms
+// scheduler tick makes the CV of five 10 ms repetitions ~18% but leaves this near zero, while
+// repetitions that disagree across the board still show. 0 for fewer than 2 samples.
+double RobustCv(const std::vector<double>& v);
 
 // Times `run`; the first failure it returns stops timing and is returned. With
 // options.repetitions == 0 it only warms up and calibrates: `iterations` is set, no samples.
