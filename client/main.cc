@@ -613,11 +613,19 @@ struct CompareArgs {
   std::string db_b;
   int64_t sweep_b = 0;
   double tolerance = 0.03;
+  bool remeasure = false;
+  double min_time_ms = 20;
+  int repetitions = 7;
 };
 
 // What a sweep chose per bucket: its recorded decision round, else its lowest passing median.
-Result<std::pair<std::vector<tuner::StoredBucket>, std::vector<std::pair<std::string, Config>>>> LoadChoices(
-    const std::string& path, int64_t id) {
+struct SweepChoices {
+  std::vector<tuner::StoredBucket> buckets;
+  std::vector<std::pair<std::string, Config>> chosen;
+  store::SweepRecord sweep;
+};
+
+Result<SweepChoices> LoadChoices(const std::string& path, int64_t id) {
   if (access(path.c_str(), R_OK) != 0) return NotFound("cannot read database " + path);
   auto db = store::Store::Open(path);
   if (!db) return std::unexpected(db.error());
@@ -641,7 +649,7 @@ Result<std::pair<std::vector<tuner::StoredBucket>, std::vector<std::pair<std::st
     }
     if (const tuner::Measurement* w = tuner::SelectWinner(ms)) chosen.emplace_back(b.bucket, w->config);
   }
-  return std::pair{std::move(*buckets), std::move(chosen)};
+  return SweepChoices{std::move(*buckets), std::move(chosen), std::move(*sweep)};
 }
 
 int RunCompare(const Common& c, const CompareArgs& a) {
@@ -649,7 +657,25 @@ int RunCompare(const Common& c, const CompareArgs& a) {
   if (!ca) return Fail(kExitFailed, "sweep A: " + ca.error().ToString());
   auto cb = LoadChoices(a.db_b, a.sweep_b);
   if (!cb) return Fail(kExitFailed, "sweep B: " + cb.error().ToString());
-  const auto r = tuner::CompareChoices(ca->first, ca->second, cb->first, cb->second, a.tolerance);
+  tuner::AgreementReport r;
+  if (a.remeasure) {
+    const store::SweepRecord& sa = ca->sweep;
+    const store::SweepRecord& sb = cb->sweep;
+    if (sa.request.kernel != sb.request.kernel || sa.request.dtype != sb.request.dtype ||
+        sa.request.threads != sb.request.threads) {
+      return Fail(kExitUsage, "--remeasure needs two sweeps of one kernel, dtype and thread count");
+    }
+    const KernelSpec* spec = FindKernel(sa.request.kernel);
+    if (spec == nullptr) return Fail(kExitFailed, "unknown kernel " + sa.request.kernel);
+    tuner::TimingOptions timing;
+    timing.min_repetition_ns = a.min_time_ms * 1e6;
+    timing.repetitions = a.repetitions;
+    tuner::InProcessEvaluator evaluator;
+    r = tuner::RemeasureChoices(*spec, sa.request.dtype, sa.request.threads, ca->chosen, cb->chosen, evaluator,
+                                timing, a.tolerance);
+  } else {
+    r = tuner::CompareChoices(ca->buckets, ca->chosen, cb->buckets, cb->chosen, a.tolerance);
+  }
   if (c.json) {
     Json rows = Json::array();
     for (const auto& g : r.buckets) {
@@ -669,7 +695,10 @@ int RunCompare(const Common& c, const CompareArgs& a) {
     std::printf("%-*s  A %-40s B %-40s %+6.2f%% (by %c)%s\n", width, g.bucket.c_str(), g.chosen_a.ToString().c_str(),
                 g.chosen_b.ToString().c_str(), 100 * g.slowdown, g.judged_by, g.within ? "" : "  OUTSIDE");
   }
-  for (const auto& u : r.unjudged) std::printf("%-*s  neither sweep measured the other's choice\n", width, u.c_str());
+  for (const auto& u : r.unjudged) {
+    std::printf("%-*s  %s\n", width, u.c_str(),
+                a.remeasure ? "could not be re-timed" : "neither sweep measured the other's choice");
+  }
   std::printf("choices within %.0f%% of each other on %.1f%% of %zu buckets\n", 100 * r.tolerance,
               100 * r.within_fraction, r.buckets.size());
   return 0;
@@ -767,6 +796,13 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("--sweep-b", compare.sweep_b, "id of sweep B")->required();
   compare_cmd->add_option("--tolerance", compare.tolerance, "relative difference counted as agreement")
       ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+  compare_cmd->add_flag("--remeasure", compare.remeasure,
+                        "judge by timing both choices again here, side by side with interleaved repetitions "
+                        "(runs the kernels), instead of by the sweeps' stored medians");
+  compare_cmd->add_option("--min-time-ms", compare.min_time_ms, "with --remeasure: minimum time per repetition")
+      ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
+  compare_cmd->add_option("--repetitions", compare.repetitions, "with --remeasure: interleaved repetitions")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
 
   try {
     app.parse(argc, argv);

@@ -288,4 +288,37 @@ AgreementReport CompareChoices(const std::vector<StoredBucket>& a, const std::ve
   return r;
 }
 
+AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
+                                 const std::vector<std::pair<std::string, Config>>& chosen_a,
+                                 const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
+                                 const TimingOptions& timing, double tolerance) {
+  AgreementReport r;
+  r.tolerance = tolerance;
+  int within = 0;
+  for (const auto& [bucket, ca] : chosen_a) {
+    const auto it = std::find_if(chosen_b.begin(), chosen_b.end(), [&](const auto& p) { return p.first == bucket; });
+    if (it == chosen_b.end()) continue;
+    BucketAgreement g{bucket, ca, it->second, 0, 'R', true};
+    if (ca != it->second) {
+      auto problem = spec.ProblemFromBucket(dtype, bucket);
+      if (!problem) {
+        r.unjudged.push_back(bucket);
+        continue;
+      }
+      const EvalRequest request{&spec, *problem, threads, 1, timing};
+      const auto t = evaluator.MeasureInterleaved(request, {ca, it->second});
+      if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk || t[1].median_ns <= 0) {
+        r.unjudged.push_back(bucket);
+        continue;
+      }
+      g.slowdown = t[0].median_ns / t[1].median_ns - 1;
+      g.within = std::fabs(g.slowdown) <= tolerance;
+    }
+    within += g.within ? 1 : 0;
+    r.buckets.push_back(std::move(g));
+  }
+  r.within_fraction = r.buckets.empty() ? 0 : static_cast<double>(within) / static_cast<double>(r.buckets.size());
+  return r;
+}
+
 }  // namespace blocktune::tuner

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/core/kernel_spec.h"
+#include "tuner/evaluator.h"
 #include "tuner/measurement.h"
 
 namespace blocktune::tuner {
@@ -110,7 +111,7 @@ struct BucketAgreement {
   Config chosen_a;
   Config chosen_b;
   double slowdown = 0;  // median(A's choice) / median(B's choice) - 1 on the judging sweep; may be < 0
-  char judged_by = 'B';
+  char judged_by = 'B';  // 'A', 'B', or 'R': re-timed side by side (RemeasureChoices)
   bool within = false;  // |slowdown| <= tolerance
 };
 
@@ -124,5 +125,14 @@ struct AgreementReport {
 AgreementReport CompareChoices(const std::vector<StoredBucket>& a, const std::vector<std::pair<std::string, Config>>& chosen_a,
                                const std::vector<StoredBucket>& b, const std::vector<std::pair<std::string, Config>>& chosen_b,
                                double tolerance);
+
+// The same comparison judged by timing both choices again, side by side in this process with
+// their repetitions interleaved (Evaluator::MeasureInterleaved at each bucket's representative
+// problem), so neither sweep's noisy minute decides it. Buckets whose problem cannot be
+// rebuilt from the id, or whose re-timing fails, are listed as unjudged.
+AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
+                                 const std::vector<std::pair<std::string, Config>>& chosen_a,
+                                 const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
+                                 const TimingOptions& timing, double tolerance);
 
 }  // namespace blocktune::tuner
