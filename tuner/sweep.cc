@@ -181,7 +181,8 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     std::sort(ranked.begin(), ranked.end(), [](const Measurement* a, const Measurement* b) {
       return a->median_ns != b->median_ns ? a->median_ns < b->median_ns : a->config.ToString() < b->config.ToString();
     });
-    if (static_cast<int>(ranked.size()) > options.final_candidates) ranked.resize(std::max(options.final_candidates, 1));
+    const size_t keep = static_cast<size_t>(std::max(options.final_candidates, 1));
+    if (ranked.size() > keep) ranked.resize(keep);
     std::vector<Config> candidates;
     for (const Measurement* m : ranked) candidates.push_back(m->config);
     const size_t searched = candidates.size();
@@ -238,8 +239,8 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
             std::snprintf(buf, sizeof buf, "replaced incumbent: %.1f%% faster, noise band %.1f%%", 100 * gain,
                           100 * round.noise_band);
           } else {
-            std::snprintf(buf, sizeof buf, "kept incumbent: challenger %.1f%% faster, inside noise band %.1f%%",
-                          100 * gain, 100 * round.noise_band);
+            std::snprintf(buf, sizeof buf, "kept incumbent: challenger %.1f%% %s, inside noise band %.1f%%",
+                          100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * round.noise_band);
             chosen = *incumbent_at;
           }
           round.decision = buf;
