@@ -88,6 +88,7 @@ struct SweepArgs {
   int threads = 1;
   std::string strategy = "exhaustive";
   int64_t budget = 0;
+  double budget_seconds = 0;
   int64_t seed = 1;
   bool no_wait = false;
   double poll_seconds = 0.5;
@@ -113,8 +114,9 @@ Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
   if (!dtype) return InvalidArgument("unknown dtype '" + a.dtype + "'", "--dtype");
   r.dtype = *dtype;
   r.threads = a.threads;
-  r.strategy = a.strategy == "random" ? tuner::Strategy::kRandom : tuner::Strategy::kExhaustive;
+  r.strategy = tuner::ParseStrategy(a.strategy).value_or(tuner::Strategy::kExhaustive);  // CLI11 checked the name
   r.budget = a.budget;
+  r.budget_seconds = a.budget_seconds;
   r.seed = static_cast<uint64_t>(a.seed);
   // Through the codec's decoder, so the CLI validates exactly what the server would.
   Json body = wire::EncodeSweepRequest(r);
@@ -486,8 +488,13 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   sweep_cmd->add_option("--shape", sweep->shapes, "problem dims, e.g. m=1024,n=1024,k=1024 (repeatable)")->required();
   sweep_cmd->add_option("--dtype", sweep->dtype, "element type")->capture_default_str();
   sweep_cmd->add_option("--threads", sweep->threads, "threads the kernel runs with")->capture_default_str()->check(CLI::Range(1, 256));
-  sweep_cmd->add_option("--strategy", sweep->strategy, "exhaustive or random")->capture_default_str()->check(CLI::IsMember({"exhaustive", "random"}));
-  sweep_cmd->add_option("--budget", sweep->budget, "configs per bucket for random (0: 32)")->capture_default_str();
+  sweep_cmd->add_option("--strategy", sweep->strategy, "exhaustive, random, anneal or surrogate (docs/tuning.md)")
+      ->capture_default_str()->check(CLI::IsMember({"exhaustive", "random", "anneal", "surrogate"}));
+  sweep_cmd->add_option("--budget", sweep->budget,
+                        "evaluations per bucket (0: random 32, anneal/surrogate a tenth of the valid space, at least 8)")
+      ->capture_default_str();
+  sweep_cmd->add_option("--budget-seconds", sweep->budget_seconds, "wall-clock limit of each bucket's search (0: none)")
+      ->capture_default_str()->check(CLI::Range(0.0, 1e7));
   sweep_cmd->add_option("--seed", sweep->seed, "seed for random sampling")->capture_default_str();
   sweep_cmd->add_flag("--no-wait", sweep->no_wait, "queue the sweep and return its id");
   sweep_cmd->add_option("--idempotency-key", sweep->idempotency_key, "a retry with the same key returns the same sweep");

@@ -21,12 +21,14 @@ constexpr char kSelectHardwareIdSql[] = "SELECT id FROM hardware_profiles WHERE 
 
 constexpr char kInsertSweepSql[] =
     "INSERT INTO sweeps (kernel, dtype, hardware_id, threads, strategy, budget, seed, shapes, status, "
-    "bucket_version, tool_version, progress_total, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
+    "bucket_version, tool_version, progress_total, budget_seconds, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
 constexpr char kSweepColumns[] =
     "SELECT s.id, s.kernel, s.dtype, s.threads, s.strategy, s.budget, s.seed, s.shapes, s.status, "
     "s.progress_done, s.progress_total, s.error, s.created_at, COALESCE(s.started_at, ''), "
-    "COALESCE(s.finished_at, ''), h.hardware_key FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id ";
+    "COALESCE(s.finished_at, ''), h.hardware_key, s.budget_seconds, s.env_load_average, s.env_affinity, "
+    "s.env_governor, s.env_compiler, s.env_build_flags, s.tool_version "
+    "FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id ";
 constexpr char kSetSweepRunningSql[] =
     "UPDATE sweeps SET status = 'running', error = ?, started_at = COALESCE(started_at, "
     "strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) WHERE id = ?";
@@ -34,6 +36,17 @@ constexpr char kSetSweepFinalSql[] =
     "UPDATE sweeps SET status = ?, error = ?, finished_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?";
 constexpr char kSetSweepQueuedSql[] = "UPDATE sweeps SET status = 'queued', error = ? WHERE id = ?";
 constexpr char kRequeueRunningSql[] = "UPDATE sweeps SET status = 'queued' WHERE status = 'running'";
+constexpr char kSetSweepEnvironmentSql[] =
+    "UPDATE sweeps SET env_load_average = ?, env_affinity = ?, env_governor = ?, env_compiler = ?, "
+    "env_build_flags = ? WHERE id = ?";
+constexpr char kDeleteFinalRoundSql[] = "DELETE FROM final_rounds WHERE sweep_id = ? AND bucket = ?";
+constexpr char kInsertFinalRoundSql[] =
+    "INSERT INTO final_rounds (sweep_id, bucket, config, position, is_incumbent, chosen, outcome, iterations, "
+    "repetitions, median_ns, cv, noise_band, decision, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
+constexpr char kSelectFinalRoundSql[] =
+    "SELECT config, is_incumbent, chosen, outcome, iterations, COALESCE(median_ns, 0), COALESCE(cv, 0), noise_band, "
+    "decision FROM final_rounds WHERE sweep_id = ? AND bucket = ? ORDER BY position";
 constexpr char kUpdateProgressSql[] = "UPDATE sweeps SET progress_done = ?, progress_total = ? WHERE id = ?";
 
 constexpr char kInsertMeasurementSql[] =
@@ -61,6 +74,9 @@ constexpr char kSelectTunedSql[] =
     "SELECT kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, sweep_id, "
     "measurement_id, measured_at FROM tuned_entries WHERE (? = '' OR kernel = ?) "
     "ORDER BY kernel, hardware_key, dtype, bucket";
+constexpr char kSelectTunedOneSql[] =
+    "SELECT kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, sweep_id, "
+    "measurement_id, measured_at FROM tuned_entries WHERE kernel = ? AND hardware_key = ? AND dtype = ? AND bucket = ?";
 
 
 // --- migration 0006: tasks, idempotency keys, overrides ----------------------------------------
@@ -171,6 +187,25 @@ Result<std::vector<NamedInts>> SplitShapes(std::string_view text) {
   return out;
 }
 
+Result<tuner::TunedEntry> ReadTunedEntry(const Statement& st) {
+  tuner::TunedEntry e;
+  e.kernel = st.Text(0);
+  e.hardware_key = st.Text(1);
+  auto dtype = ParseDType(st.Text(2));
+  auto config = NamedInts::Parse(st.Text(5));
+  if (!dtype || !config) return MakeError(ErrorCode::kDataLoss, "tuned entry for " + e.kernel + " is malformed");
+  e.dtype = *dtype;
+  e.bucket = st.Text(3);
+  e.bucket_version = static_cast<int>(st.Int(4));
+  e.config = std::move(*config);
+  e.median_ns = st.Double(6);
+  e.samples = st.Int(7);
+  e.sweep_id = st.Int(8);
+  e.measurement_id = st.Int(9);
+  e.measured_at = st.Text(10);
+  return e;
+}
+
 Result<SweepRecord> ReadSweep(const Statement& st) {
   SweepRecord r;
   r.id = st.Int(0);
@@ -191,6 +226,13 @@ Result<SweepRecord> ReadSweep(const Statement& st) {
   r.started_at = st.Text(13);
   r.finished_at = st.Text(14);
   r.hardware_key = st.Text(15);
+  r.request.budget_seconds = st.Double(16);
+  r.environment.load_average = st.Text(17);
+  r.environment.affinity = st.Text(18);
+  r.environment.governor = st.Text(19);
+  r.environment.compiler = st.Text(20);
+  r.environment.build_flags = st.Text(21);
+  r.environment.tool_version = st.Text(22);
   return r;
 }
 
@@ -264,20 +306,37 @@ Status Store::Migrate() {
                      "database schema version " + std::to_string(current) + " is newer than this build supports (" +
                          std::to_string(migrations.size()) + "); upgrade blocktune, the database was not modified");
   }
+  if (current == static_cast<int>(migrations.size())) return {};
+  // SQLite's procedure for schema changes it cannot ALTER (lang_altertable.html#otheralter):
+  // foreign keys off while a migration rebuilds a table others reference (they can only be
+  // switched outside a transaction), foreign_key_check before its COMMIT, on again after.
+  if (auto s = conn_.Exec("PRAGMA foreign_keys = OFF"); !s) return s;
   for (int v = current; v < static_cast<int>(migrations.size()); ++v) {
     // One transaction per migration, with the version bump inside it: a crash leaves either
     // the old schema or the new one.
     std::string sql = "BEGIN IMMEDIATE;\n";
     sql += migrations[v].sql;
-    sql += "\nPRAGMA user_version = " + std::to_string(v + 1) + ";\nCOMMIT;";
-    if (auto s = conn_.Exec(sql); !s) {
+    sql += "\nPRAGMA user_version = " + std::to_string(v + 1) + ";";
+    Status applied = conn_.Exec(sql);
+    if (applied) {
+      auto check = conn_.Prepare("PRAGMA foreign_key_check");
+      auto row = check ? check->Step() : Result<bool>(std::unexpected(check.error()));
+      if (!row) {
+        applied = std::unexpected(row.error());
+      } else if (*row) {
+        applied = Internal("foreign key violation in table " + check->Text(0) + " after the migration");
+      }
+    }
+    if (applied) applied = conn_.Exec("COMMIT");
+    if (!applied) {
       (void)conn_.Exec("ROLLBACK");
+      (void)conn_.Exec("PRAGMA foreign_keys = ON");
       return MakeError(ErrorCode::kInternal, "migration " + std::string(migrations[v].name) + " failed: " +
-                                                 s.error().message);
+                                                 applied.error().message);
     }
     spdlog::info("applied migration name={} schema_version={}", migrations[v].name, v + 1);
   }
-  return {};
+  return conn_.Exec("PRAGMA foreign_keys = ON");
 }
 
 Status Store::InTransaction(const std::function<Status()>& body) {
@@ -318,7 +377,7 @@ Result<int64_t> Store::CreateSweep(const tuner::SweepRequest& request, int64_t h
   st->Bind(1, request.kernel).Bind(2, DTypeName(request.dtype)).Bind(3, hardware_id).Bind(4, request.threads);
   st->Bind(5, tuner::StrategyName(request.strategy)).Bind(6, request.budget);
   st->Bind(7, static_cast<int64_t>(request.seed)).Bind(8, JoinShapes(request.shapes));
-  st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, progress_total);
+  st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, progress_total).Bind(12, request.budget_seconds);
   if (auto s = st->Run(); !s) return std::unexpected(s.error());
   return conn_.LastInsertId();
 }
@@ -473,22 +532,9 @@ Result<std::vector<tuner::TunedEntry>> Store::ListTunedEntries(const std::string
     auto row = st->Step();
     if (!row) return std::unexpected(row.error());
     if (!*row) break;
-    tuner::TunedEntry e;
-    e.kernel = st->Text(0);
-    e.hardware_key = st->Text(1);
-    auto dtype = ParseDType(st->Text(2));
-    auto config = NamedInts::Parse(st->Text(5));
-    if (!dtype || !config) return MakeError(ErrorCode::kDataLoss, "tuned entry for " + e.kernel + " is malformed");
-    e.dtype = *dtype;
-    e.bucket = st->Text(3);
-    e.bucket_version = static_cast<int>(st->Int(4));
-    e.config = std::move(*config);
-    e.median_ns = st->Double(6);
-    e.samples = st->Int(7);
-    e.sweep_id = st->Int(8);
-    e.measurement_id = st->Int(9);
-    e.measured_at = st->Text(10);
-    out.push_back(std::move(e));
+    auto e = ReadTunedEntry(*st);
+    if (!e) return std::unexpected(e.error());
+    out.push_back(std::move(*e));
   }
   return out;
 }
@@ -598,7 +644,7 @@ Result<CreatedSweep> Store::CreateSweepWithTasks(const tuner::SweepRequest& requ
     st->Bind(1, request.kernel).Bind(2, DTypeName(request.dtype)).Bind(3, hardware_id).Bind(4, request.threads);
     st->Bind(5, tuner::StrategyName(request.strategy)).Bind(6, request.budget);
     st->Bind(7, static_cast<int64_t>(request.seed)).Bind(8, JoinShapes(request.shapes));
-    st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, int64_t{0});
+    st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, int64_t{0}).Bind(12, request.budget_seconds);
     if (auto r = st->Run(); !r) return r;
     out.id = conn_.LastInsertId();
     out.created = true;
@@ -976,6 +1022,92 @@ Result<std::string> Store::IntegrityCheck() {
     out += st->Text(0);
   }
   return out;
+}
+
+Result<std::optional<tuner::TunedEntry>> Store::GetTunedEntry(const std::string& kernel, const std::string& hardware_key,
+                                                              DType dtype, const std::string& bucket) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kSelectTunedOneSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, kernel).Bind(2, hardware_key).Bind(3, DTypeName(dtype)).Bind(4, bucket);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  if (!*row) return std::optional<tuner::TunedEntry>();
+  auto e = ReadTunedEntry(*st);
+  if (!e) return std::unexpected(e.error());
+  return std::optional<tuner::TunedEntry>(std::move(*e));
+}
+
+Status Store::SetSweepEnvironment(int64_t id, const tuner::SweepEnvironment& env) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kSetSweepEnvironmentSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, env.load_average).Bind(2, env.affinity).Bind(3, env.governor).Bind(4, env.compiler);
+  st->Bind(5, env.build_flags).Bind(6, id);
+  return st->Run();
+}
+
+Status Store::RecordFinalRound(const tuner::FinalRound& round) {
+  std::lock_guard lock(mu_);
+  return InTransaction([&]() -> Status {
+    auto del = conn_.Prepare(kDeleteFinalRoundSql);
+    if (!del) return std::unexpected(del.error());
+    del->Bind(1, round.sweep_id).Bind(2, round.bucket);
+    if (auto s = del->Run(); !s) return s;
+    auto ins = conn_.Prepare(kInsertFinalRoundSql);
+    if (!ins) return std::unexpected(ins.error());
+    for (size_t i = 0; i < round.candidates.size(); ++i) {
+      const tuner::Measurement& m = round.candidates[i];
+      ins->Reset();
+      ins->Bind(1, round.sweep_id).Bind(2, round.bucket).Bind(3, m.config.ToString()).Bind(4, static_cast<int64_t>(i));
+      ins->Bind(5, static_cast<int64_t>(round.incumbent && *round.incumbent == m.config));
+      ins->Bind(6, static_cast<int64_t>(round.chosen == m.config)).Bind(7, tuner::OutcomeName(m.outcome));
+      ins->Bind(8, m.iterations).Bind(9, static_cast<int64_t>(m.samples_ns.size()));
+      if (m.outcome == tuner::Outcome::kOk) {
+        ins->Bind(10, m.median_ns).Bind(11, m.cv);
+      } else {
+        ins->BindNull(10).BindNull(11);
+      }
+      ins->Bind(12, round.noise_band).Bind(13, round.decision);
+      if (auto s = ins->Run(); !s) return s;
+    }
+    return Status{};
+  });
+}
+
+Result<tuner::FinalRound> Store::GetFinalRound(int64_t sweep_id, const std::string& bucket) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(kSelectFinalRoundSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, sweep_id).Bind(2, bucket);
+  tuner::FinalRound round;
+  round.sweep_id = sweep_id;
+  round.bucket = bucket;
+  bool any = false;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto config = NamedInts::Parse(st->Text(0));
+    auto outcome = tuner::ParseOutcome(st->Text(3));
+    if (!config || !outcome) return MakeError(ErrorCode::kDataLoss, "final round of " + bucket + " is malformed");
+    tuner::Measurement m;
+    m.sweep_id = sweep_id;
+    m.bucket = bucket;
+    m.config = *config;
+    m.outcome = *outcome;
+    m.iterations = st->Int(4);
+    m.median_ns = st->Double(5);
+    m.cv = st->Double(6);
+    if (st->Int(1) != 0) round.incumbent = *config;
+    if (st->Int(2) != 0) round.chosen = *config;
+    round.noise_band = st->Double(7);
+    round.decision = st->Text(8);
+    round.candidates.push_back(std::move(m));
+    any = true;
+  }
+  if (!any) return NotFound("no final round for sweep " + std::to_string(sweep_id) + " bucket " + bucket, "bucket");
+  return round;
 }
 
 }  // namespace blocktune::store

@@ -97,6 +97,7 @@ struct SweepRecord {
   std::string created_at;
   std::string started_at;
   std::string finished_at;
+  tuner::SweepEnvironment environment;  // empty strings until the sweep starts
 };
 
 class Store {
@@ -168,8 +169,16 @@ class Store {
   Status BackupTo(const std::string& path);
   // Full PRAGMA integrity_check: "ok" or SQLite's first complaints.
   Result<std::string> IntegrityCheck();
+  // The environment a sweep runs in, captured when it starts (again on each resume).
+  Status SetSweepEnvironment(int64_t id, const tuner::SweepEnvironment& env);
+  // Replaces the decision round of (sweep, bucket).
+  Status RecordFinalRound(const tuner::FinalRound& round);
+  // not_found when the bucket has no round (yet).
+  Result<tuner::FinalRound> GetFinalRound(int64_t sweep_id, const std::string& bucket);
 
   Status UpsertTunedEntry(const tuner::TunedEntry& e);
+  Result<std::optional<tuner::TunedEntry>> GetTunedEntry(const std::string& kernel, const std::string& hardware_key,
+                                                         DType dtype, const std::string& bucket);
   // Ordered by (kernel, hardware_key, dtype, bucket); empty kernel = all kernels.
   Result<std::vector<tuner::TunedEntry>> ListTunedEntries(const std::string& kernel = {});
 
@@ -194,6 +203,14 @@ class StoreSink : public tuner::SweepSink {
     return store_.RecordMeasurement(m, done, total);
   }
   bool Cancelled() override { return cancelled_ && cancelled_(); }
+  Result<std::optional<tuner::TunedEntry>> Incumbent(const std::string& kernel, const std::string& hardware_key,
+                                                     DType dtype, const std::string& bucket) override {
+    return store_.GetTunedEntry(kernel, hardware_key, dtype, bucket);
+  }
+  Status RecordEnvironment(const tuner::SweepEnvironment& env) override {
+    return store_.SetSweepEnvironment(sweep_id_, env);
+  }
+  Status RecordFinalRound(const tuner::FinalRound& round) override { return store_.RecordFinalRound(round); }
 
  private:
   Store& store_;

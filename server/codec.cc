@@ -64,7 +64,8 @@ Result<Json> ParseBody(std::string_view body, const Limits& limits) {
 
 Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limits) {
   if (!j.is_object()) return InvalidArgument("request body must be a JSON object", "body");
-  static constexpr std::string_view kKnown[] = {"kernel", "dtype", "shapes", "threads", "strategy", "budget", "seed"};
+  static constexpr std::string_view kKnown[] = {"kernel",   "dtype",  "shapes",         "threads",
+                                                "strategy", "budget", "budget_seconds", "seed"};
   for (auto it = j.begin(); it != j.end(); ++it) {
     bool known = false;
     for (auto k : kKnown) known |= it.key() == k;
@@ -113,12 +114,18 @@ Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limi
   auto strategy = GetString(j, "strategy", "strategy", std::string("exhaustive"));
   if (!strategy) return std::unexpected(strategy.error());
   auto st = tuner::ParseStrategy(*strategy);
-  if (!st) return InvalidArgument("strategy must be 'exhaustive' or 'random'", "strategy");
+  if (!st) return InvalidArgument("strategy must be 'exhaustive', 'random', 'anneal' or 'surrogate'", "strategy");
   r.strategy = *st;
   auto budget = GetInt(j, "budget", "budget", 0);
   if (!budget) return std::unexpected(budget.error());
   if (*budget < 0 || *budget > 100000) return InvalidArgument("budget must be in [0, 100000]", "budget");
   r.budget = *budget;
+  if (auto bs = j.find("budget_seconds"); bs != j.end()) {
+    if (!bs->is_number() || !(bs->get<double>() >= 0) || bs->get<double>() > 1e7) {
+      return InvalidArgument("budget_seconds must be a number in [0, 1e7]", "budget_seconds");
+    }
+    r.budget_seconds = bs->get<double>();
+  }
   auto seed = GetInt(j, "seed", "seed", 1);
   if (!seed) return std::unexpected(seed.error());
   if (*seed < 0) return InvalidArgument("seed must be >= 0", "seed");
@@ -139,6 +146,7 @@ Json EncodeSweepRequest(const tuner::SweepRequest& r) {
               {"threads", r.threads},
               {"strategy", tuner::StrategyName(r.strategy)},
               {"budget", r.budget},
+              {"budget_seconds", r.budget_seconds},
               {"seed", r.seed}};
 }
 
@@ -162,6 +170,9 @@ Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progre
   j["created_at"] = s.created_at;
   j["started_at"] = s.started_at;
   j["finished_at"] = s.finished_at;
+  const tuner::SweepEnvironment& e = s.environment;
+  j["environment"] = {{"load_average", e.load_average}, {"affinity", e.affinity}, {"governor", e.governor},
+                      {"compiler", e.compiler},         {"build_flags", e.build_flags}, {"tool_version", e.tool_version}};
   return j;
 }
 

@@ -28,6 +28,15 @@ class TaskSink : public tuner::SweepSink {
     return store_.RecordTaskMeasurement(m, task_.id, total);
   }
   bool Cancelled() override { return cancelled_(); }
+  // The decision round needs the incumbent, and records the environment and the round itself.
+  Result<std::optional<tuner::TunedEntry>> Incumbent(const std::string& kernel, const std::string& hardware_key,
+                                                     DType dtype, const std::string& bucket) override {
+    return store_.GetTunedEntry(kernel, hardware_key, dtype, bucket);
+  }
+  Status RecordEnvironment(const tuner::SweepEnvironment& environment) override {
+    return store_.SetSweepEnvironment(task_.sweep_id, environment);
+  }
+  Status RecordFinalRound(const tuner::FinalRound& round) override { return store_.RecordFinalRound(round); }
 
  private:
   store::Store& store_;
@@ -49,6 +58,7 @@ Service::Service(std::unique_ptr<store::Store> store, std::string db_path, Servi
       index_(std::make_shared<const tuner::LookupIndex>()),
       rate_tokens_(options_.sweep_burst),
       rate_at_(std::chrono::steady_clock::now()) {
+  options_.sweep.tool_version = options_.tool_version;  // recorded with each sweep's environment
   for (int t = 0; t <= 256; ++t) {
     HardwareProfile hw = host_;
     hw.threads = t;
@@ -118,7 +128,7 @@ Result<std::vector<store::TaskPlan>> Service::Plan(const tuner::SweepRequest& re
   std::vector<store::TaskPlan> tasks;
   int64_t total = 0;
   for (const auto& p : *plans) {
-    const int64_t n = static_cast<int64_t>(p.invalid.size() + p.planned.size());
+    const int64_t n = static_cast<int64_t>(p.invalid.size()) + p.evaluations;  // tuner::PlannedTotal per bucket
     total += n;
     tasks.push_back({p.bucket, first_shape[p.bucket], n});
   }

@@ -1,9 +1,13 @@
-// In-process evaluation: verification against cached references, then robust timing.
+// In-process evaluation: verification against cached references, then robust timing on
+// rotating input sets, re-timed while too noisy, and checked against the physical floor.
 #include "tuner/evaluator.h"
 
+#include <cstdio>
 #include <map>
 #include <string>
 
+#include "tuner/search/simulate.h"
+#include "tuner/timing/floor.h"
 #include "tuner/verify/watch.h"
 
 namespace blocktune::tuner {
@@ -74,36 +78,99 @@ void FillTiming(const Result<TimingResult>& t, Measurement& m) {
   m.cv = t->cv;
 }
 
+
+// The timed problem as `sets` independent instances (same shape, seeds seed, seed + 1, ...);
+// Run calls them in turn so consecutive calls never find their inputs warm from the last.
+struct Rotation {
+  Status Run(const Config& config, int threads) {
+    KernelInstance& inst = *sets[next];
+    next = (next + 1) % sets.size();
+    return inst.Run(config, threads);
+  }
+
+  std::vector<std::unique_ptr<KernelInstance>> sets;
+  size_t next = 0;
+};
+
 }  // namespace
 
 struct InProcessEvaluator::Cache {
   ReferenceCache references;
-  std::string timed_key;  // kernel|problem|seed of `timed`
-  std::unique_ptr<KernelInstance> timed;
+  std::string timed_key;  // kernel|problem|seed|sets of `timed`
+  Rotation timed;
 
-  KernelInstance& Timed(const EvalRequest& r) {
-    const std::string key = std::string(r.spec->name()) + "|" + r.problem.ToString() + "|" + std::to_string(r.seed);
-    if (!timed || key != timed_key) {
-      timed.reset();  // free the previous bucket's buffers before allocating the next
-      timed = r.spec->MakeInstance(r.problem, r.seed);
+  Rotation& Timed(const EvalRequest& r) {
+    const HardwareProfile& host = HostHardware();
+    const int sets = r.timing.rotation_sets > 0
+                         ? r.timing.rotation_sets
+                         : RotationSets(r.spec->Bytes(r.problem), host.l2_bytes, host.l3_bytes, host.cores, r.threads);
+    const std::string key = std::string(r.spec->name()) + "|" + r.problem.ToString() + "|" + std::to_string(r.seed) +
+                            "|" + std::to_string(sets);
+    if (timed.sets.empty() || key != timed_key) {
+      timed.sets.clear();  // free the previous bucket's buffers before allocating the next
+      timed.next = 0;
+      for (int i = 0; i < sets; ++i) timed.sets.push_back(r.spec->MakeInstance(r.problem, r.seed + uint64_t(i)));
       timed_key = key;
     }
-    return *timed;
+    return timed;
   }
 };
+
+namespace {
+
+// Times with retries while the CV exceeds the limit; keeps the quietest attempt.
+Result<TimingResult> TimeStable(Rotation& rot, const Config& config, const EvalRequest& r, int& attempts) {
+  const auto run = [&] { return rot.Run(config, r.threads); };
+  auto t = TimeRepeated(run, r.timing);
+  attempts = 1;
+  while (t && RobustCv(t->samples_ns) > r.timing.max_cv && attempts <= r.timing.max_retries) {
+    auto again = TimeRepeated(run, r.timing);
+    ++attempts;
+    if (!again) return again;
+    if (RobustCv(again->samples_ns) < RobustCv(t->samples_ns)) t = std::move(again);
+  }
+  return t;
+}
+
+// Turns an ok timing into `unstable` or `invalid` (below the floor) where it must.
+void JudgeTiming(const EvalRequest& r, int attempts, Measurement& m) {
+  if (m.outcome != Outcome::kOk) return;
+  char buf[256];
+  if (r.timing.check_floor) {
+    const double floor_ns =
+        PhysicalFloorNs(*r.spec, r.problem, PeaksFor(HostHardware().cpu.isa, r.problem.dtype, r.threads));
+    if (m.median_ns < floor_ns) {
+      std::snprintf(buf, sizeof buf, ": median %.0f ns < %.0f ns (flops at peak FMA rate, bytes at 1 TB/s per thread)",
+                    m.median_ns, floor_ns);
+      m.outcome = Outcome::kInvalid;
+      m.detail = std::string(kBelowFloorDetail) + buf;
+      return;
+    }
+  }
+  if (const double spread = RobustCv(m.samples_ns); spread > r.timing.max_cv) {
+    std::snprintf(buf, sizeof buf, "robust cv %.3f (cv %.3f) above %.3f after %d timing attempts", spread, m.cv,
+                  r.timing.max_cv, attempts);
+    m.outcome = Outcome::kUnstable;
+    m.detail = buf;
+  }
+}
+
+}  // namespace
 
 InProcessEvaluator::InProcessEvaluator() : cache_(std::make_unique<Cache>()) {}
 InProcessEvaluator::~InProcessEvaluator() = default;
 
 void InProcessEvaluator::Measure(const EvalRequest& request, const Config& config, Measurement& m) {
   if (!VerifyWith(cache_->references, *request.spec, config, request.problem, request.threads, m)) return;
-  KernelInstance& inst = cache_->Timed(request);
-  FillTiming(TimeRepeated([&] { return inst.Run(config, request.threads); }, request.timing), m);
+  Rotation& rot = cache_->Timed(request);
+  int attempts = 0;
+  FillTiming(TimeStable(rot, config, request, attempts), m);
+  JudgeTiming(request, attempts, m);
 }
 
 std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalRequest& request,
                                                                 const std::vector<Config>& configs) {
-  KernelInstance& inst = cache_->Timed(request);
+  Rotation& rot = cache_->Timed(request);
   std::vector<Measurement> out(configs.size());
   // Calibrate each config's iteration count first (no repetitions), then take repetition r
   // of every config before repetition r + 1 of any.
@@ -111,7 +178,7 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
   calibrate.repetitions = 0;
   std::vector<int64_t> iterations(configs.size(), 0);
   for (size_t i = 0; i < configs.size(); ++i) {
-    auto t = TimeRepeated([&] { return inst.Run(configs[i], request.threads); }, calibrate);
+    auto t = TimeRepeated([&] { return rot.Run(configs[i], request.threads); }, calibrate);
     if (!t) {
       FillTiming(t, out[i]);
       continue;
@@ -123,7 +190,7 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
   for (int r = 0; r < request.timing.repetitions; ++r) {
     for (size_t i = 0; i < configs.size(); ++i) {
       if (out[i].outcome != Outcome::kOk) continue;
-      auto t = TimeFixed([&] { return inst.Run(configs[i], request.threads); }, iterations[i]);
+      auto t = TimeFixed([&] { return rot.Run(configs[i], request.threads); }, iterations[i]);
       if (!t) {
         FillTiming(std::unexpected(t.error()), out[i]);
         continue;

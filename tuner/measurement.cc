@@ -11,8 +11,9 @@ std::optional<Outcome> ParseOutcome(std::string_view s) {
 }
 
 std::optional<Strategy> ParseStrategy(std::string_view s) {
-  if (s == "exhaustive") return Strategy::kExhaustive;
-  if (s == "random") return Strategy::kRandom;
+  for (int i = 0; i < static_cast<int>(std::size(kStrategyNames)); ++i) {
+    if (kStrategyNames[i] == s) return static_cast<Strategy>(i);
+  }
   return std::nullopt;
 }
 

@@ -65,8 +65,16 @@ struct TunedEntry {
   std::string measured_at;
 };
 
-enum class Strategy { kExhaustive, kRandom };
-constexpr std::string_view StrategyName(Strategy s) { return s == Strategy::kExhaustive ? "exhaustive" : "random"; }
+// Search strategies (tuner/search): two that plan a static list and two model-guided ones that
+// choose each config from everything measured so far. Spelled in SQL CHECKs and JSON as named.
+enum class Strategy {
+  kExhaustive,  // every valid config
+  kRandom,      // `budget` configs without replacement, the default first
+  kAnneal,      // simulated annealing / local search over one-step neighbours, with restarts
+  kSurrogate,   // quadratic ridge model over log block sizes, lowest lower confidence bound next
+};
+inline constexpr std::string_view kStrategyNames[] = {"exhaustive", "random", "anneal", "surrogate"};
+constexpr std::string_view StrategyName(Strategy s) { return kStrategyNames[static_cast<int>(s)]; }
 std::optional<Strategy> ParseStrategy(std::string_view s);
 
 struct SweepRequest {
@@ -75,7 +83,12 @@ struct SweepRequest {
   std::vector<NamedInts> shapes;  // requested problem dims; each maps to a bucket
   int threads = 1;
   Strategy strategy = Strategy::kExhaustive;
-  int64_t budget = 0;  // configs per bucket; 0 = the whole space (exhaustive) or 32 (random)
+  // Evaluations per bucket. 0: the whole space (exhaustive, which ignores it), 32 (random), or
+  // a tenth of the bucket's valid space but at least 8 (anneal, surrogate).
+  int64_t budget = 0;
+  // Wall-clock limit per bucket for the search, in seconds; 0 = none. Configs replayed from
+  // an earlier run of the same sweep cost nothing against it.
+  double budget_seconds = 0;
   uint64_t seed = 1;
 };
 

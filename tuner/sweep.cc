@@ -1,12 +1,27 @@
 // Sweep engine implementation; see sweep.h.
 #include "tuner/sweep.h"
 
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
 #include <set>
 #include <spdlog/spdlog.h>
 
 #include "tuner/search/search.h"
 
 namespace blocktune::tuner {
+namespace {
+
+uint64_t BucketSeed(uint64_t seed, const std::string& bucket) {
+  // FNV-1a over the bucket id rather than std::hash, whose value is implementation-defined:
+  // a replay (resume, simulate) must draw the same stream on every standard library.
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char ch : bucket) h = (h ^ ch) * 0x100000001b3ull;
+  return seed ^ h;
+}
+
+}  // namespace
 
 Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const KernelSpec& spec,
                                           const HardwareProfile& hw) {
@@ -14,6 +29,7 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
     return InvalidArgument("threads must be in [1, 1024]", "threads");
   }
   if (request.budget < 0) return InvalidArgument("budget must be >= 0", "budget");
+  if (!(request.budget_seconds >= 0)) return InvalidArgument("budget_seconds must be >= 0", "budget_seconds");
   if (request.shapes.empty()) return InvalidArgument("at least one shape is required", "shapes");
   bool dtype_ok = false;
   for (DType d : spec.dtypes()) dtype_ok |= d == request.dtype;
@@ -33,21 +49,36 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
     }
     auto [bucket, rep] = spec.Bucket(p);
     if (!seen.insert(bucket).second) continue;  // two shapes in one bucket: measure it once
-    BucketPlan plan{bucket, rep, {}, {}, {}};
-    std::vector<Config> valid;
+    BucketPlan plan;
+    plan.bucket = bucket;
+    plan.problem = rep;
     for (const Config& c : space) {
       if (auto s = spec.ValidateConfig(c, rep, hw); s) {
-        valid.push_back(c);
+        plan.valid.push_back(c);
       } else {
         plan.invalid.push_back(c);
         plan.invalid_reasons.push_back(s.error().message);
       }
     }
-    plan.planned = PlanConfigs(valid, default_config, request.strategy, request.budget,
-                               request.seed ^ std::hash<std::string>{}(bucket));
+    plan.evaluations = EvaluationBudget(request.strategy, request.budget, plan.valid.size());
+    if (request.strategy == Strategy::kExhaustive || request.strategy == Strategy::kRandom) {
+      plan.planned = PlanConfigs(plan.valid, default_config, request.strategy, request.budget,
+                                 BucketSeed(request.seed, bucket));
+    }
     plans.push_back(std::move(plan));
   }
   return plans;
+}
+
+int64_t PlannedTotal(const std::vector<BucketPlan>& plans) {
+  int64_t total = 0;
+  for (const auto& p : plans) total += static_cast<int64_t>(p.invalid.size()) + p.evaluations;
+  return total;
+}
+
+double NoiseBand(double cv_a, double cv_b, int64_t samples, double min_band) {
+  const double n = static_cast<double>(std::max<int64_t>(samples, 1));
+  return std::max(min_band, 2.0 * 1.25 * std::sqrt(cv_a * cv_a + cv_b * cv_b) / std::sqrt(n));
 }
 
 const Measurement* SelectWinner(const std::vector<Measurement>& measurements) {
@@ -68,24 +99,25 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
   auto plans = PlanSweep(request, spec, hw);
   if (!plans) return std::unexpected(plans.error());
 
-  int64_t total = 0;
-  for (const auto& p : *plans) total += static_cast<int64_t>(p.invalid.size() + p.planned.size());
+  int64_t total = PlannedTotal(*plans);
   int64_t done = 0;
 
   InProcessEvaluator in_process;
   Evaluator& evaluator = options.evaluator != nullptr ? *options.evaluator : in_process;
+  if (auto s = sink.RecordEnvironment(CaptureEnvironment(options.tool_version)); !s) return std::unexpected(s.error());
 
   std::vector<TunedEntry> winners;
   for (const BucketPlan& plan : *plans) {
     auto existing = sink.Existing(plan.bucket);
     if (!existing) return std::unexpected(existing.error());
     std::vector<Measurement> results = std::move(*existing);
-    std::set<std::string> measured;
-    for (const auto& m : results) measured.insert(m.config.ToString());
+    std::map<std::string, size_t> measured;  // config string -> index in results
+    for (size_t i = 0; i < results.size(); ++i) measured.emplace(results[i].config.ToString(), i);
 
     auto record = [&](Measurement& m) -> Status {
       ++done;
       if (auto s = sink.Record(m, done, total); !s) return s;
+      measured.emplace(m.config.ToString(), results.size());
       results.push_back(m);
       return {};
     };
@@ -109,35 +141,147 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       if (auto s = record(m); !s) return std::unexpected(s.error());
     }
 
+    // The search: ask, measure (or replay what this sweep already stored), tell.
     const EvalRequest eval{&spec, plan.problem, request.threads, request.seed, options.timing};
-    for (const Config& c : plan.planned) {
+    const SearchSpace space(spec.params(), plan.valid);
+    auto search = MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
+                             BucketSeed(request.seed, plan.bucket), plan.evaluations);
+    const auto bucket_start = std::chrono::steady_clock::now();
+    int64_t evaluated = 0;
+    for (; evaluated < plan.evaluations; ++evaluated) {
       if (sink.Cancelled()) return winners;
-      if (measured.count(c.ToString())) {
+      auto next = search->Ask();
+      if (!next) break;
+      const Config& c = space.config(*next);
+      const Measurement* m = nullptr;
+      if (auto it = measured.find(c.ToString()); it != measured.end()) {
         ++done;
-        continue;
+        m = &results[it->second];
+      } else {
+        const double elapsed_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - bucket_start).count();
+        if (request.budget_seconds > 0 && elapsed_s >= request.budget_seconds) break;
+        Measurement fresh = base(c);
+        evaluator.Measure(eval, c, fresh);
+        spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", spec.name(),
+                      plan.bucket, c.ToString(), OutcomeName(fresh.outcome), fresh.median_ns, fresh.cv);
+        if (auto s = record(fresh); !s) return std::unexpected(s.error());
+        m = &results.back();
       }
-      Measurement m = base(c);
-      evaluator.Measure(eval, c, m);
-      spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", spec.name(),
-                    plan.bucket, c.ToString(), OutcomeName(m.outcome), m.median_ns, m.cv);
-      if (auto s = record(m); !s) return std::unexpected(s.error());
+      search->Tell(*next, Observation{m->outcome == Outcome::kOk, m->median_ns});
+    }
+    total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
+
+    // The decision round: the best few of the search, and the incumbent, timed interleaved.
+    std::vector<const Measurement*> ranked;
+    for (const Measurement& m : results) {
+      if (m.outcome == Outcome::kOk) ranked.push_back(&m);
+    }
+    if (ranked.empty()) continue;
+    std::sort(ranked.begin(), ranked.end(), [](const Measurement* a, const Measurement* b) {
+      return a->median_ns != b->median_ns ? a->median_ns < b->median_ns : a->config.ToString() < b->config.ToString();
+    });
+    const size_t keep = static_cast<size_t>(std::max(options.final_candidates, 1));
+    if (ranked.size() > keep) ranked.resize(keep);
+    std::vector<Config> candidates;
+    for (const Measurement* m : ranked) candidates.push_back(m->config);
+    const size_t searched = candidates.size();
+
+    auto incumbent = sink.Incumbent(std::string(spec.name()), hw.Key(), request.dtype, plan.bucket);
+    if (!incumbent) return std::unexpected(incumbent.error());
+    std::optional<size_t> incumbent_at;
+    if (*incumbent && (*incumbent)->bucket_version == spec.bucket_version() && space.Find((*incumbent)->config)) {
+      const Config& ic = (*incumbent)->config;
+      const auto pos = std::find(candidates.begin(), candidates.end(), ic);
+      if (pos != candidates.end()) {
+        incumbent_at = static_cast<size_t>(pos - candidates.begin());
+      } else {
+        // Measured (verified) in this sweep first if the search did not get to it, so the
+        // incumbent is checked against today's kernel before it can be kept.
+        if (!measured.count(ic.ToString())) {
+          if (sink.Cancelled()) return winners;
+          Measurement fresh = base(ic);
+          evaluator.Measure(eval, ic, fresh);
+          ++total;
+          if (auto s = record(fresh); !s) return std::unexpected(s.error());
+        }
+        if (results[measured.at(ic.ToString())].outcome == Outcome::kOk) {
+          incumbent_at = candidates.size();
+          candidates.push_back(ic);
+        }
+      }
     }
 
-    if (const Measurement* w = SelectWinner(results)) {
-      TunedEntry e;
-      e.kernel = std::string(spec.name());
-      e.hardware_key = hw.Key();
-      e.dtype = request.dtype;
-      e.bucket = plan.bucket;
-      e.bucket_version = spec.bucket_version();
-      e.config = w->config;
-      e.median_ns = w->median_ns;
-      e.samples = static_cast<int64_t>(w->samples_ns.size());
-      e.sweep_id = sweep_id;
-      e.measurement_id = w->id;
-      e.measured_at = w->created_at;
-      winners.push_back(std::move(e));
+    FinalRound round;
+    round.sweep_id = sweep_id;
+    round.bucket = plan.bucket;
+    if (incumbent_at) round.incumbent = candidates[*incumbent_at];
+    size_t chosen = 0;  // index into candidates
+    std::vector<Measurement> retimed;
+    if (candidates.size() > 1) {
+      if (sink.Cancelled()) return winners;
+      retimed = evaluator.MeasureInterleaved(eval, candidates);
+      bool any = false;
+      for (size_t i = 0; i < searched; ++i) {
+        if (retimed[i].outcome != Outcome::kOk) continue;
+        if (!any || retimed[i].median_ns < retimed[chosen].median_ns) chosen = i;
+        any = true;
+      }
+      round.decision = "new";
+      if (incumbent_at && chosen != *incumbent_at) {
+        const Measurement& ch = retimed[chosen];
+        const Measurement& inc = retimed[*incumbent_at];
+        if (inc.outcome == Outcome::kOk && any) {
+          round.noise_band = NoiseBand(ch.cv, inc.cv, static_cast<int64_t>(ch.samples_ns.size()), options.min_noise_band);
+          const double gain = 1.0 - ch.median_ns / inc.median_ns;
+          char buf[160];
+          if (gain > round.noise_band) {
+            std::snprintf(buf, sizeof buf, "replaced incumbent: %.1f%% faster, noise band %.1f%%", 100 * gain,
+                          100 * round.noise_band);
+          } else {
+            std::snprintf(buf, sizeof buf, "kept incumbent: challenger %.1f%% %s, inside noise band %.1f%%",
+                          100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * round.noise_band);
+            chosen = *incumbent_at;
+          }
+          round.decision = buf;
+        }
+      } else if (incumbent_at) {
+        round.decision = "kept incumbent: fastest again";
+      }
+    } else {
+      round.decision = incumbent_at ? "kept incumbent: only candidate" : "new: only candidate";
     }
+    round.chosen = candidates[chosen];
+    for (size_t i = 0; i < retimed.size(); ++i) {
+      retimed[i].sweep_id = sweep_id;
+      retimed[i].bucket = plan.bucket;
+      retimed[i].problem = plan.problem;
+      retimed[i].config = candidates[i];
+    }
+    round.candidates = retimed;
+    if (auto s = sink.RecordFinalRound(round); !s) return std::unexpected(s.error());
+    spdlog::info("bucket decided kernel={} bucket={} config={} decision=\"{}\"", spec.name(), plan.bucket,
+                 round.chosen.ToString(), round.decision);
+
+    if (incumbent_at && chosen == *incumbent_at) {
+      winners.push_back(**incumbent);  // unchanged: the published table does not churn
+      continue;
+    }
+    const Measurement& w = results[measured.at(round.chosen.ToString())];
+    TunedEntry e;
+    e.kernel = std::string(spec.name());
+    e.hardware_key = hw.Key();
+    e.dtype = request.dtype;
+    e.bucket = plan.bucket;
+    e.bucket_version = spec.bucket_version();
+    e.config = w.config;
+    const bool retimed_ok = chosen < retimed.size() && retimed[chosen].outcome == Outcome::kOk;
+    e.median_ns = retimed_ok ? retimed[chosen].median_ns : w.median_ns;
+    e.samples = static_cast<int64_t>(retimed_ok ? retimed[chosen].samples_ns.size() : w.samples_ns.size());
+    e.sweep_id = sweep_id;
+    e.measurement_id = w.id;
+    e.measured_at = w.created_at;
+    winners.push_back(std::move(e));
   }
   return winners;
 }

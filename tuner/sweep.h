@@ -1,12 +1,16 @@
-// The sweep engine: for each bucket of a request, prune invalid configs, plan which valid ones
-// to measure, verify each against the reference on a small problem, time it at the bucket's
-// shape, and pick the winner. It knows nothing of SQL, HTTP or JSON: results go to a SweepSink
-// (the Google Benchmark reporter pattern), which also tells it what is already measured so a
-// stopped sweep resumes without measuring anything twice.
+// The sweep engine: for each bucket of a request, prune invalid configs, let the search
+// strategy pick which valid ones to measure (ask/tell, within an evaluation and time budget),
+// verify each against the reference on a small problem, time it at the bucket's shape, then
+// re-time the best few interleaved, together with the incumbent tuned config, and publish a
+// new winner only if it beats the incumbent by more than the noise band. It knows nothing of
+// SQL, HTTP or JSON: results go to a SweepSink (the Google Benchmark reporter pattern), which
+// also tells it what is already measured so a stopped sweep resumes without measuring
+// anything twice: the strategy is replayed on the stored results.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,9 +18,22 @@
 #include "kernels/core/kernel_spec.h"
 #include "tuner/evaluator.h"
 #include "tuner/measurement.h"
+#include "tuner/timing/environment.h"
 #include "tuner/timing/timing.h"
 
 namespace blocktune::tuner {
+
+// The decision round of one bucket: the best configs of the search (and the incumbent) timed
+// again with their repetitions interleaved, and what was chosen from it.
+struct FinalRound {
+  int64_t sweep_id = 0;
+  std::string bucket;
+  std::vector<Measurement> candidates;  // config, outcome and timing fields; same order as timed
+  std::optional<Config> incumbent;      // the tuned config before this sweep, if it took part
+  Config chosen;
+  double noise_band = 0;                // relative difference treated as noise
+  std::string decision;                 // "new", "replaced incumbent ...", "kept incumbent ..."
+};
 
 class SweepSink {
  public:
@@ -27,12 +44,33 @@ class SweepSink {
   virtual Status Record(Measurement& m, int64_t done, int64_t total) = 0;
   // Polled between configs; true stops the sweep (status: cancelled).
   virtual bool Cancelled() { return false; }
+
+  // --- Added with the search/timing work; the defaults keep older sinks working. ---
+
+  // The tuned entry currently published for this key, which a new winner must beat by more
+  // than the noise band to replace. Default: none (every winner is new).
+  virtual Result<std::optional<TunedEntry>> Incumbent(const std::string& kernel, const std::string& hardware_key,
+                                                      DType dtype, const std::string& bucket) {
+    return std::optional<TunedEntry>();
+  }
+  // The conditions the sweep runs under; called once per RunSweep before anything is timed.
+  virtual Status RecordEnvironment(const SweepEnvironment& environment) { return {}; }
+  // The decision round of a bucket; a resumed sweep repeats the round and records it again.
+  virtual Status RecordFinalRound(const FinalRound& round) { return {}; }
 };
 
 struct SweepOptions {
   TimingOptions timing;
   // Where configs run; nullptr = an InProcessEvaluator owned by RunSweep. Not owned.
   Evaluator* evaluator = nullptr;
+  // How many of the search's best configs are re-timed interleaved before the winner is
+  // chosen (plus the incumbent). 4: the runner-ups of a sweep are usually within a few percent
+  // of each other, and 4 x 5 repetitions stay a small fraction of a bucket's time.
+  int final_candidates = 4;
+  // Smallest noise band: a challenger must beat the incumbent by more than this (and by more
+  // than two standard errors of the median difference) to replace it.
+  double min_noise_band = 0.02;
+  std::string tool_version = "blocktune 0.1.0";  // recorded with the environment
 };
 
 struct BucketPlan {
@@ -40,8 +78,21 @@ struct BucketPlan {
   Problem problem;              // the bucket's representative problem (what is timed)
   std::vector<Config> invalid;  // with reasons in `invalid_reasons`, same order
   std::vector<std::string> invalid_reasons;
-  std::vector<Config> planned;  // valid configs to measure, in order
+  std::vector<Config> valid;    // every config that passed validation, in space order
+  // Configs known to be measured, in order: the whole plan of exhaustive and random, empty
+  // for model-guided strategies (they choose as they go).
+  std::vector<Config> planned;
+  int64_t evaluations = 0;      // configs the search will measure (its evaluation budget)
 };
+
+// Configs a sweep of these plans records when it runs to the end: invalid ones plus each
+// bucket's evaluation budget (the progress total).
+int64_t PlannedTotal(const std::vector<BucketPlan>& plans);
+
+// The relative band inside which two medians are not told apart: two standard errors of the
+// difference of two medians of `samples` repetitions with the given CVs (the standard error
+// of a median is ~1.25 CV / sqrt(n)), and at least `min_band`.
+double NoiseBand(double cv_a, double cv_b, int64_t samples, double min_band);
 
 // Validates the request against the kernel (dims, dtype, threads, budget) and plans every
 // bucket. Errors name the offending field ("shapes[1].k").

@@ -58,7 +58,8 @@ expect_rc 0 "$bt" sweeps list --json "${s[@]}"
 grep -q '"id":1' "$work/out"
 expect_rc 0 "$bt" sweeps show 1 "${s[@]}"
 expect_rc 0 "$bt" sweeps measurements 1 --all --limit 1 "${s[@]}"
-[[ $(grep -c ' ok ' "$work/out") == 2 ]] || { echo "FAIL: measurements"; cat "$work/out"; exit 1; }
+# 1 ms x 2 repetitions on a loaded machine may be judged unstable (a timing verdict): both count.
+[[ $(grep -cE ' (ok|unstable) ' "$work/out") == 2 ]] || { echo "FAIL: measurements"; cat "$work/out"; exit 1; }
 
 expect_rc 4 "$bt" sweeps cancel 1 "${s[@]}"
 expect_rc 4 "$bt" sweeps show 99 "${s[@]}"

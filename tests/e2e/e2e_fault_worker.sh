@@ -63,8 +63,10 @@ count() { q "SELECT COUNT(*) FROM measurements WHERE sweep_id = $id AND config L
 [[ $(count 96 timeout 'no verdict within') == 5 ]] || { echo "spin configs:"; q "SELECT config, outcome, detail FROM measurements WHERE config LIKE 'block_m=96,block_n=128,%'"; exit 1; }
 [[ $(count 144 crashed SIGABRT) == 5 ]] || { echo "abort configs:"; q "SELECT config, outcome, detail FROM measurements WHERE config LIKE 'block_m=144,block_n=128,%'"; exit 1; }
 [[ $(count 192 worker_lost 'without a verdict') == 5 ]] || { echo "exit configs:"; q "SELECT config, outcome, detail FROM measurements WHERE config LIKE 'block_m=192,block_n=128,%'"; exit 1; }
-ok=$(q "SELECT COUNT(*) FROM measurements WHERE sweep_id = $id AND outcome = 'ok';")
-bad=$(q "SELECT COUNT(*) FROM measurements WHERE sweep_id = $id AND outcome NOT IN ('ok', 'invalid');")
+# Healthy configs are ok, or `unstable` when 1 ms x 2 repetitions on a loaded machine are too
+# noisy to rank (a timing verdict, not a fault).
+ok=$(q "SELECT COUNT(*) FROM measurements WHERE sweep_id = $id AND outcome IN ('ok', 'unstable');")
+bad=$(q "SELECT COUNT(*) FROM measurements WHERE sweep_id = $id AND outcome NOT IN ('ok', 'invalid', 'unstable');")
 [[ $bad == 20 && $ok -gt 100 ]] || { echo "ok=$ok bad=$bad"; q "SELECT config, outcome, detail FROM measurements WHERE outcome != 'ok'"; exit 1; }
 # After the sweep no zombie at all.
 ! ps --ppid "$daemon_pid" -o stat= | grep -q '^Z' || { echo "zombie left after the sweep"; exit 1; }

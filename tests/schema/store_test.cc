@@ -3,6 +3,8 @@
 #include "schema/store.h"
 
 #include <gtest/gtest.h>
+
+#include "schema/migrations.h"
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -181,6 +183,128 @@ TEST_F(StoreTest, TunedEntriesUpsertAndListInKeyOrder) {
   EXPECT_EQ((*rows)[1].median_ns, 1000);
   EXPECT_EQ((*rows)[1].config, e.config);
   EXPECT_TRUE(st.ListTunedEntries("nope")->empty());
+}
+
+// A database written by a build with migrations 0001-0003 only (sweeps.strategy limited to
+// exhaustive/random) is rebuilt by 0005 without losing a row or a reference.
+TEST_F(StoreTest, MigrationRebuildsSweepsKeepingRowsAndReferences) {
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    int applied = 0;
+    for (const auto& m : Migrations()) {
+      if (std::string_view(m.name) >= "0004") break;
+      ASSERT_EQ(sqlite3_exec(db, std::string(m.sql).c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << m.name;
+      ++applied;
+    }
+    ASSERT_EQ(applied, 3);
+    const std::string seed_sql =
+        "PRAGMA user_version = 3;"
+        "INSERT INTO hardware_profiles (id, hardware_key, arch, isa, vendor, cpu_family, cpu_model, model_name, "
+        "cores, l1d_bytes, l2_bytes, l3_bytes, threads, first_seen_at) "
+        "VALUES (1, 'hw.t1', 'x86_64', 'avx512', 'intel', 6, 1, 'cpu', 2, 1, 2, 3, 1, 't');"
+        "INSERT INTO sweeps (id, kernel, dtype, hardware_id, threads, strategy, budget, seed, shapes, status, "
+        "bucket_version, tool_version, created_at) "
+        "VALUES (7, 'matmul', 'f32', 1, 1, 'random', 3, 9, 'm=1,n=2,k=3', 'done', 1, 'old', 't');"
+        "INSERT INTO measurements (id, sweep_id, bucket, problem, config, outcome, created_at) "
+        "VALUES (11, 7, 'm1_n2_k4', 'm=1,n=2,k=4', 'block_m=48', 'ok', 't');"
+        "INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, "
+        "sweep_id, measurement_id, measured_at) VALUES ('matmul', 'hw.t1', 'f32', 'm1_n2_k4', 1, 'block_m=48', 5, 1, "
+        "7, 11, 't');";
+    ASSERT_EQ(sqlite3_exec(db, seed_sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(db);
+  }
+  auto s = Store::Open(path_);
+  ASSERT_TRUE(s) << s.error().ToString();
+  Store& st = **s;
+  EXPECT_EQ(st.SchemaVersion(), LatestSchemaVersion());
+  auto old = st.GetSweep(7);
+  ASSERT_TRUE(old) << old.error().ToString();
+  EXPECT_EQ(old->request.strategy, tuner::Strategy::kRandom);
+  EXPECT_EQ(old->request.budget, 3);
+  EXPECT_EQ(old->request.budget_seconds, 0);
+  EXPECT_EQ(old->environment.compiler, "");
+  EXPECT_EQ(st.ListMeasurements(7, "m1_n2_k4")->size(), 1u);
+  EXPECT_EQ(st.ListTunedEntries("matmul")->size(), 1u);
+  // The new strategies are accepted, and foreign keys still hold after the rebuild.
+  tuner::SweepRequest r = Request();
+  r.strategy = tuner::Strategy::kSurrogate;
+  r.budget_seconds = 12.5;
+  auto id = st.CreateSweep(r, 1, 1, "new", 4);
+  ASSERT_TRUE(id) << id.error().ToString();
+  EXPECT_EQ(st.GetSweep(*id)->request.strategy, tuner::Strategy::kSurrogate);
+  EXPECT_EQ(st.GetSweep(*id)->request.budget_seconds, 12.5);
+  tuner::Measurement orphan;
+  orphan.sweep_id = 999;
+  orphan.bucket = "b";
+  orphan.config = NamedInts({{"block_m", 1}});
+  EXPECT_FALSE(st.RecordMeasurement(orphan, 1, 1));
+}
+
+TEST_F(StoreTest, EnvironmentFinalRoundAndIncumbentRoundTrip) {
+  auto s = Store::Open(path_);
+  ASSERT_TRUE(s);
+  Store& st = **s;
+  auto hw_id = st.UpsertHardware(HardwareProfile::Detect(1));
+  auto sweep = st.CreateSweep(Request(), *hw_id, 1, "blocktune test", 1);
+  ASSERT_TRUE(sweep);
+  tuner::SweepEnvironment env = tuner::CaptureEnvironment("blocktune test");
+  ASSERT_TRUE(st.SetSweepEnvironment(*sweep, env));
+  auto rec = st.GetSweep(*sweep);
+  EXPECT_EQ(rec->environment.load_average, env.load_average);
+  EXPECT_EQ(rec->environment.affinity, env.affinity);
+  EXPECT_EQ(rec->environment.compiler, env.compiler);
+  EXPECT_EQ(rec->environment.build_flags, env.build_flags);
+  EXPECT_EQ(rec->environment.tool_version, "blocktune test");
+
+  tuner::FinalRound round;
+  round.sweep_id = *sweep;
+  round.bucket = "m64_n32_k16";
+  for (int64_t bm : {48, 96}) {
+    tuner::Measurement m;
+    m.config = NamedInts({{"block_m", bm}});
+    m.samples_ns = {1, 2, 3};
+    m.median_ns = static_cast<double>(bm);
+    m.cv = 0.01;
+    round.candidates.push_back(m);
+  }
+  round.incumbent = round.candidates[1].config;
+  round.chosen = round.candidates[1].config;
+  round.noise_band = 0.03;
+  round.decision = "kept incumbent";
+  ASSERT_TRUE(st.RecordFinalRound(round));
+  ASSERT_TRUE(st.RecordFinalRound(round));  // a resumed sweep records its round again
+  auto got = st.GetFinalRound(*sweep, round.bucket);
+  ASSERT_TRUE(got) << got.error().ToString();
+  ASSERT_EQ(got->candidates.size(), 2u);
+  EXPECT_EQ(got->chosen, round.chosen);
+  EXPECT_EQ(got->incumbent, round.incumbent);
+  EXPECT_EQ(got->candidates[0].median_ns, 48);
+  EXPECT_EQ(got->decision, "kept incumbent");
+  EXPECT_EQ(st.GetFinalRound(*sweep, "other").error().code, ErrorCode::kNotFound);
+
+  StoreSink sink(st, *sweep);
+  auto none = sink.Incumbent("matmul", "hw", DType::kF32, "m64_n32_k16");
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(*none);
+  tuner::Measurement m;
+  m.sweep_id = *sweep;
+  m.bucket = "m64_n32_k16";
+  m.config = NamedInts({{"block_m", 96}});
+  ASSERT_TRUE(st.RecordMeasurement(m, 1, 1));
+  tuner::TunedEntry e;
+  e.kernel = "matmul";
+  e.hardware_key = "hw";
+  e.bucket = "m64_n32_k16";
+  e.config = m.config;
+  e.median_ns = 96;
+  e.sweep_id = *sweep;
+  e.measurement_id = m.id;
+  ASSERT_TRUE(st.UpsertTunedEntry(e));
+  auto inc = sink.Incumbent("matmul", "hw", DType::kF32, "m64_n32_k16");
+  ASSERT_TRUE(inc && *inc);
+  EXPECT_EQ((*inc)->config, e.config);
+  EXPECT_FALSE(*sink.Incumbent("matmul", "hw", DType::kBF16, "m64_n32_k16"));
 }
 
 }  // namespace

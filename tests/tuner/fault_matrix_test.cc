@@ -20,6 +20,12 @@
 namespace blocktune::tuner {
 namespace {
 
+// The fault kernel's config "id=N" -> N.
+int64_t ConfigId(const std::string& config) {
+  auto parsed = NamedInts::Parse(config);
+  return parsed ? parsed->Get("id").value_or(-1) : -1;
+}
+
 using blocktune::testing::Fault;
 using blocktune::testing::FaultName;
 using blocktune::testing::FaultSpec;
@@ -95,6 +101,9 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
   SweepOptions options;
   options.timing.min_repetition_ns = 200e3;
   options.timing.repetitions = 2;
+  // This matrix is about isolation, not timing quality: a config that floods stdout is noisy
+  // (its output is drained by the parent while it runs) but correct, so it must stay `ok`.
+  options.timing.max_cv = 1e9;
   WorkerOptions worker_options;
   worker_options.worker_path = testing::FaultWorkerPath();
   worker_options.timeout_s = kTimeoutS;
@@ -126,8 +135,8 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
     EXPECT_EQ(recorder.calls.size(), static_cast<size_t>(testing::kFaultConfigs));
     if (c.fault == Fault::kSpin) {
       double max_wall_s = 0, max_adjusted_s = 0;
-      for (size_t i = 0; i < static_cast<size_t>(c.faulty); ++i) {
-        const auto& call = recorder.calls[i];
+      for (const auto& call : recorder.calls) {
+        if (ConfigId(call.config) >= c.faulty) continue;  // the search's order is seeded, not by id
         max_wall_s = std::max(max_wall_s, call.seconds);
         max_adjusted_s = std::max(max_adjusted_s, call.seconds - call.starved_s - call.self_starved_s);
         EXPECT_LE(call.seconds - call.starved_s - call.self_starved_s, kTimeoutS + 1.0)
@@ -137,6 +146,12 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
       }
       std::printf("hangs killed: %lld, timeout %.3f s, slowest kill %.3f s wall, %.3f s not counting CPU waits\n",
                   static_cast<long long>(c.faulty), kTimeoutS, max_wall_s, max_adjusted_s);
+    }
+
+    // The decision round re-times only configs that passed.
+    for (const std::string& config : recorder.interleaved) {
+      if (expected.outcome == Outcome::kOk) break;  // a harmless fault (stdout flood) may win
+      EXPECT_GE(ConfigId(config), c.faulty) << "faulty config in the decision round: " << config;
     }
 
     // While the evaluator lives: no zombie, at most the one reusable worker.
@@ -171,7 +186,12 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
     auto again = RunSweep(request, *sweep_id, spec, hw, sink, options);
     ASSERT_TRUE(again) << again.error().ToString();
     EXPECT_TRUE(recorder.calls.empty()) << recorder.calls.size() << " configs re-run, first " << recorder.calls[0].config;
-    EXPECT_EQ(worker.workers_started(), 0);
+    // A resumed sweep repeats only its decision round, on configs that passed.
+    for (const std::string& config : recorder.interleaved) {
+      if (expected.outcome == Outcome::kOk) break;
+      EXPECT_GE(ConfigId(config), c.faulty) << "faulty config re-run on resume: " << config;
+    }
+    if (recorder.interleaved.empty()) EXPECT_EQ(worker.workers_started(), 0);
   }
 }
 

@@ -54,7 +54,8 @@ inline double ThisThreadStarvedSeconds() {
   return waiting_ns * 1e-9;
 }
 
-// Forwards to another Evaluator and records each Measure's config and wall time.
+// Forwards to another Evaluator and records each Measure's config and wall time, and the
+// configs of each MeasureInterleaved (the sweep's decision round).
 class RecordingEvaluator : public tuner::Evaluator {
  public:
   // `starved_s`, if given, reports how long the last call's worker waited for a CPU.
@@ -69,7 +70,7 @@ class RecordingEvaluator : public tuner::Evaluator {
   }
   std::vector<tuner::Measurement> MeasureInterleaved(const tuner::EvalRequest& request,
                                                      const std::vector<Config>& configs) override {
-    for (const Config& c : configs) calls.push_back({c.ToString(), 0, 0, 0});
+    for (const Config& c : configs) interleaved.push_back(c.ToString());
     return inner_.MeasureInterleaved(request, configs);
   }
 
@@ -79,7 +80,9 @@ class RecordingEvaluator : public tuner::Evaluator {
     double starved_s;  // of which the worker spent this long waiting for a CPU
     double self_starved_s;  // and the calling (parent) thread this long
   };
-  std::vector<Call> calls;
+  std::vector<Call> calls;  // Measure: the search's one measurement per config
+  // MeasureInterleaved: the decision round re-timing the best few passing configs.
+  std::vector<std::string> interleaved;
 
  private:
   tuner::Evaluator& inner_;

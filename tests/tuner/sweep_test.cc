@@ -53,7 +53,10 @@ SweepRequest FakeRequest(Strategy strategy = Strategy::kExhaustive, int64_t budg
 SweepOptions FastTiming() {
   SweepOptions o;
   o.timing.min_repetition_ns = 200e3;
-  o.timing.repetitions = 3;  // steps of 150 us between configs dwarf scheduler noise at a 200 us batch
+  o.timing.repetitions = 5;  // steps of 150 us between configs dwarf scheduler noise at a 200 us batch
+  // The fake kernel's cost is a busy-wait, so a loaded CI box spreads its samples; these tests
+  // are about the engine's choices, not the unstable verdict (tested on its own below).
+  o.timing.max_cv = 1.0;
   return o;
 }
 
@@ -96,7 +99,7 @@ TEST(RunSweep, RecordsEveryOutcomeAndPicksTheCheapestPassingConfig) {
   ASSERT_EQ(winners->size(), 2u);
   for (const auto& w : *winners) {
     EXPECT_EQ(w.config, NamedInts({{"a", 3}, {"b", 2}})) << w.bucket;
-    EXPECT_EQ(w.samples, 3);
+    EXPECT_EQ(w.samples, 5);
     EXPECT_GT(w.median_ns, 0);
     EXPECT_GT(w.measurement_id, 0);
   }
@@ -107,7 +110,7 @@ TEST(RunSweep, RecordsEveryOutcomeAndPicksTheCheapestPassingConfig) {
   for (const auto& m : sink.stored) {
     if (m.bucket == "n1024") n1024[m.config.ToString()] = m.outcome;
     if (m.outcome == Outcome::kOk) {
-      EXPECT_EQ(m.samples_ns.size(), 3u);
+      EXPECT_EQ(m.samples_ns.size(), 5u);
     } else {
       EXPECT_FALSE(m.detail.empty());
       EXPECT_TRUE(m.samples_ns.empty());

@@ -68,6 +68,10 @@ std::string EncodeRequest(const WorkerRequest& r) {
       {"min_repetition_ns", r.timing.min_repetition_ns},
       {"repetitions", r.timing.repetitions},
       {"max_iterations", r.timing.max_iterations},
+      {"max_cv", r.timing.max_cv},
+      {"max_retries", r.timing.max_retries},
+      {"rotation_sets", r.timing.rotation_sets},
+      {"check_floor", r.timing.check_floor},
       {"configs", std::move(configs)},
   };
   return j.dump();
@@ -98,6 +102,10 @@ Result<WorkerRequest> DecodeRequest(std::string_view payload) {
   r.timing.min_repetition_ns = j.value("min_repetition_ns", r.timing.min_repetition_ns);
   r.timing.repetitions = j.value("repetitions", r.timing.repetitions);
   r.timing.max_iterations = j.value("max_iterations", r.timing.max_iterations);
+  r.timing.max_cv = j.value("max_cv", r.timing.max_cv);
+  r.timing.max_retries = j.value("max_retries", r.timing.max_retries);
+  r.timing.rotation_sets = j.value("rotation_sets", r.timing.rotation_sets);
+  r.timing.check_floor = j.value("check_floor", r.timing.check_floor);
   const Json configs = j.value("configs", Json());
   if (!configs.is_array() || configs.empty()) return InvalidArgument("configs must be a non-empty array", "configs");
   for (size_t i = 0; i < configs.size(); ++i) {

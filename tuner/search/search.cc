@@ -1,28 +1,447 @@
-// Exhaustive and seeded random sampling over a bucket's valid configs.
+// The four search strategies behind one ask/tell interface; see search.h.
+//
+// Costs are log(median_ns): block-size effects are multiplicative (a 10% slower config is
+// 10% slower on a fast bucket and a slow one), so differences in log cost are relative
+// differences and one temperature / one model scale serves every bucket.
 #include "tuner/search/search.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace blocktune::tuner {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// ----------------------------------------------------------------------------------------
+// Static plans: exhaustive and random ask a list computed up front.
+
+class ListSearch final : public SearchStrategy {
+ public:
+  explicit ListSearch(std::vector<size_t> order) : order_(std::move(order)) {}
+  std::optional<size_t> Ask() override {
+    if (next_ >= order_.size()) return std::nullopt;
+    return order_[next_++];
+  }
+  void Tell(size_t, const Observation&) override {}
+
+ private:
+  std::vector<size_t> order_;
+  size_t next_ = 0;
+};
+
+// The first `want` positions of a partial Fisher-Yates shuffle of [0, n), with `first` moved
+// to the front: a uniform sample without replacement that always includes the default.
+std::vector<size_t> RandomOrder(size_t n, std::optional<size_t> first, size_t want, uint64_t seed) {
+  std::vector<size_t> pool;
+  pool.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!first || i != *first) pool.push_back(i);
+  }
+  std::vector<size_t> out;
+  if (first && want > 0) out.push_back(*first);
+  SplitMix64 rng(seed);
+  for (size_t i = 0; out.size() < want && i < pool.size(); ++i) {
+    const size_t j = i + rng.Below(pool.size() - i);
+    std::swap(pool[i], pool[j]);
+    out.push_back(pool[i]);
+  }
+  return out;
+}
+
+// Shared bookkeeping of the model-guided strategies: what was asked, what it cost.
+class History {
+ public:
+  explicit History(size_t n) : asked_(n, false), cost_(n, std::numeric_limits<double>::quiet_NaN()) {}
+  bool asked(size_t i) const { return asked_[i]; }
+  void MarkAsked(size_t i) {
+    asked_[i] = true;
+    ++asked_count_;
+  }
+  size_t asked_count() const { return asked_count_; }
+  bool known(size_t i) const { return !std::isnan(cost_[i]); }
+  double cost(size_t i) const { return cost_[i]; }
+  void Set(size_t i, const Observation& o) {
+    cost_[i] = o.ok && o.median_ns > 0 ? std::log(o.median_ns) : kInf;
+    if (cost_[i] < best_cost_) {
+      best_cost_ = cost_[i];
+      best_ = i;
+    }
+  }
+  std::optional<size_t> best() const { return best_; }
+  // Uniformly random config not asked yet.
+  std::optional<size_t> RandomUnasked(SplitMix64& rng) const {
+    const size_t left = asked_.size() - asked_count_;
+    if (left == 0) return std::nullopt;
+    size_t k = rng.Below(left);
+    for (size_t i = 0; i < asked_.size(); ++i) {
+      if (!asked_[i] && k-- == 0) return i;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  std::vector<bool> asked_;
+  std::vector<double> cost_;
+  size_t asked_count_ = 0;
+  std::optional<size_t> best_;
+  double best_cost_ = kInf;
+};
+
+// ----------------------------------------------------------------------------------------
+// Simulated annealing over the neighbourhood graph, with momentum and restarts.
+//
+// From the current config it proposes an unmeasured neighbour: first the one continuing the
+// last move that improved (block-size costs are mostly unimodal along one parameter, so a
+// direction that paid off usually pays again), otherwise a random one. A worse neighbour is
+// still accepted with probability exp(-delta / T), T starting at 0.03 (a 3% slowdown is
+// accepted ~37% of the time early on) and cooling by 0.85 per evaluation, so early steps can
+// cross a noisy ridge and late ones only descend. When the current config has no unmeasured
+// neighbour it restarts from the best measured config that still has one (most often the
+// incumbent best, whose remaining neighbours are the likeliest improvements), and when the
+// measured region is closed, from a random unmeasured config.
+class AnnealSearch final : public SearchStrategy {
+ public:
+  AnnealSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed)
+      : space_(space), start_(start), rng_(seed), history_(space.size()) {}
+
+  std::optional<size_t> Ask() override {
+    std::optional<size_t> next;
+    if (history_.asked_count() == 0) {
+      next = start_ ? start_ : history_.RandomUnasked(rng_);
+    } else {
+      if (current_) next = Propose(*current_);
+      if (!next) next = Restart();
+    }
+    if (next) history_.MarkAsked(*next);
+    return next;
+  }
+
+  void Tell(size_t index, const Observation& observation) override {
+    history_.Set(index, observation);
+    const double c = history_.cost(index);
+    if (!current_ || !std::isfinite(history_.cost(*current_))) {
+      if (std::isfinite(c) || !current_) Move(index, /*improved=*/false);
+    } else {
+      const double delta = c - history_.cost(*current_);
+      if (delta < 0) {
+        Move(index, /*improved=*/true);
+      } else if (std::isfinite(delta) && Uniform() < std::exp(-delta / temperature_)) {
+        Move(index, /*improved=*/false);
+      } else {
+        momentum_.reset();
+      }
+    }
+    temperature_ *= 0.85;
+  }
+
+ private:
+  struct Direction {
+    size_t dim;
+    int dir;
+  };
+
+  double Uniform() { return static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53; }
+
+  void Move(size_t to, bool improved) {
+    momentum_.reset();
+    if (improved && current_) {
+      for (size_t d = 0; d < space_.dims(); ++d) {
+        const int diff = space_.coords(to)[d] - space_.coords(*current_)[d];
+        if (diff != 0) momentum_ = Direction{d, diff > 0 ? 1 : -1};
+      }
+    }
+    current_ = to;
+  }
+
+  std::optional<size_t> Propose(size_t from) {
+    if (momentum_) {
+      if (auto n = space_.Step(from, momentum_->dim, momentum_->dir); n && !history_.asked(*n)) return n;
+    }
+    std::vector<size_t> open;
+    for (size_t n : space_.Neighbours(from)) {
+      if (!history_.asked(n)) open.push_back(n);
+    }
+    if (open.empty()) return std::nullopt;
+    return open[rng_.Below(open.size())];
+  }
+
+  std::optional<size_t> Restart() {
+    momentum_.reset();
+    // Measured configs from best to worst; the first with an unmeasured neighbour.
+    std::vector<size_t> measured;
+    for (size_t i = 0; i < space_.size(); ++i) {
+      if (history_.known(i) && std::isfinite(history_.cost(i))) measured.push_back(i);
+    }
+    std::sort(measured.begin(), measured.end(), [&](size_t a, size_t b) {
+      return history_.cost(a) != history_.cost(b) ? history_.cost(a) < history_.cost(b) : a < b;
+    });
+    for (size_t m : measured) {
+      if (auto n = Propose(m)) {
+        current_ = m;
+        return n;
+      }
+    }
+    current_.reset();
+    return history_.RandomUnasked(rng_);
+  }
+
+  const SearchSpace& space_;
+  std::optional<size_t> start_;
+  SplitMix64 rng_;
+  History history_;
+  std::optional<size_t> current_;
+  std::optional<Direction> momentum_;
+  double temperature_ = 0.03;
+};
+
+// ----------------------------------------------------------------------------------------
+// Surrogate model: ridge regression of log cost on a full quadratic in the scaled log2 block
+// sizes (1, x_d, x_d^2, x_d * x_e: 6 features for 2 parameters, 10 for 3), refitted after
+// every observation. The next config is the unmeasured one with the lowest lower confidence
+// bound mu(x) - kappa * s * dist(x), where dist is the distance to the nearest measured config
+// (a stand-in for the model's uncertainty) and s the spread of the observed log costs; kappa
+// falls from 1 to 0 as the budget is spent, so early picks explore and the last ones exploit.
+// It starts with the default and its one-step neighbours upward in each parameter (a
+// non-degenerate design of dims + 1 points around a config that is usually good) before the
+// model is trusted.
+class SurrogateSearch final : public SearchStrategy {
+ public:
+  SurrogateSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed, int64_t budget)
+      : space_(space), rng_(seed), history_(space.size()), budget_(std::max<int64_t>(budget, 1)) {
+    std::optional<size_t> s = start ? start : history_.RandomUnasked(rng_);
+    if (s) {
+      design_.push_back(*s);
+      for (size_t d = 0; d < space.dims(); ++d) {
+        auto n = space.Step(*s, d, +1);
+        if (!n) n = space.Step(*s, d, -1);
+        if (n && std::find(design_.begin(), design_.end(), *n) == design_.end()) design_.push_back(*n);
+      }
+    }
+  }
+
+  std::optional<size_t> Ask() override {
+    std::optional<size_t> next;
+    while (design_next_ < design_.size() && !next) {
+      const size_t d = design_[design_next_++];
+      if (!history_.asked(d)) next = d;
+    }
+    if (!next) next = ModelPick();
+    if (!next) next = history_.RandomUnasked(rng_);
+    if (next) history_.MarkAsked(*next);
+    return next;
+  }
+
+  void Tell(size_t index, const Observation& observation) override {
+    history_.Set(index, observation);
+    told_.push_back(index);
+  }
+
+ private:
+  std::vector<double> Features(size_t i) const {
+    std::vector<double> f{1.0};
+    const size_t dims = space_.dims();
+    std::vector<double> x(dims);
+    for (size_t d = 0; d < dims; ++d) x[d] = 2.0 * space_.Scaled(i, d) - 1.0;
+    for (size_t d = 0; d < dims; ++d) f.push_back(x[d]);
+    for (size_t d = 0; d < dims; ++d) f.push_back(x[d] * x[d]);
+    for (size_t d = 0; d < dims; ++d) {
+      for (size_t e = d + 1; e < dims; ++e) f.push_back(x[d] * x[e]);
+    }
+    return f;
+  }
+
+  // Solves (F^T F + lambda I') beta = F^T y by Gaussian elimination with partial pivoting;
+  // lambda = 1e-3 on every coefficient but the intercept keeps the fit defined with fewer
+  // points than features. (Features are in [-1, 1]; a ridge of 0.05 shrank the curvature so
+  // much that the model's minimum ran to the corners of the space, and 1e-2 to 1e-1 scored
+  // worse on the stored sweeps; see docs/tuning.md.)
+  std::vector<double> Fit(const std::vector<size_t>& points, const std::vector<double>& y) const {
+    constexpr double kRidge = 1e-3;
+    const size_t p = Features(points.front()).size();
+    std::vector<std::vector<double>> a(p, std::vector<double>(p + 1, 0.0));
+    for (size_t k = 0; k < points.size(); ++k) {
+      const auto f = Features(points[k]);
+      for (size_t r = 0; r < p; ++r) {
+        for (size_t c = 0; c < p; ++c) a[r][c] += f[r] * f[c];
+        a[r][p] += f[r] * y[k];
+      }
+    }
+    for (size_t r = 1; r < p; ++r) a[r][r] += kRidge;
+    a[0][0] += 1e-9;
+    for (size_t c = 0; c < p; ++c) {
+      size_t piv = c;
+      for (size_t r = c + 1; r < p; ++r) {
+        if (std::fabs(a[r][c]) > std::fabs(a[piv][c])) piv = r;
+      }
+      std::swap(a[c], a[piv]);
+      if (std::fabs(a[c][c]) < 1e-15) continue;
+      for (size_t r = 0; r < p; ++r) {
+        if (r == c) continue;
+        const double m = a[r][c] / a[c][c];
+        for (size_t k = c; k <= p; ++k) a[r][k] -= m * a[c][k];
+      }
+    }
+    std::vector<double> beta(p, 0.0);
+    for (size_t r = 0; r < p; ++r) beta[r] = std::fabs(a[r][r]) < 1e-15 ? 0.0 : a[r][p] / a[r][r];
+    return beta;
+  }
+
+  std::optional<size_t> ModelPick() {
+    std::vector<size_t> points;
+    std::vector<double> y;
+    for (size_t i : told_) {
+      if (std::isfinite(history_.cost(i))) {
+        points.push_back(i);
+        y.push_back(history_.cost(i));
+      }
+    }
+    if (points.size() < 2) return std::nullopt;
+    double mean = 0;
+    for (double v : y) mean += v;
+    mean /= static_cast<double>(y.size());
+    double var = 0;
+    for (double& v : y) {
+      v -= mean;
+      var += v * v;
+    }
+    const double spread = std::max(std::sqrt(var / static_cast<double>(y.size())), 0.01);
+    const auto beta = Fit(points, y);
+    const double spent = static_cast<double>(history_.asked_count()) / static_cast<double>(budget_);
+    const double kappa = std::max(0.0, 1.0 - spent);
+    std::optional<size_t> pick;
+    double pick_score = kInf;
+    for (size_t i = 0; i < space_.size(); ++i) {
+      if (history_.asked(i)) continue;
+      const auto f = Features(i);
+      double mu = 0;
+      for (size_t k = 0; k < f.size(); ++k) mu += beta[k] * f[k];
+      double dmin = kInf;
+      for (size_t j = 0; j < space_.size(); ++j) {
+        if (!history_.asked(j)) continue;
+        double d2 = 0;
+        for (size_t d = 0; d < space_.dims(); ++d) {
+          const double diff = space_.Scaled(i, d) - space_.Scaled(j, d);
+          d2 += diff * diff;
+        }
+        dmin = std::min(dmin, d2);
+      }
+      const double score = mu - kappa * spread * std::sqrt(dmin);
+      if (score < pick_score) {
+        pick_score = score;
+        pick = i;
+      }
+    }
+    return pick;
+  }
+
+  const SearchSpace& space_;
+  SplitMix64 rng_;
+  History history_;
+  int64_t budget_;
+  std::vector<size_t> design_;
+  size_t design_next_ = 0;
+  std::vector<size_t> told_;
+};
+
+}  // namespace
+
+SearchSpace::SearchSpace(const std::vector<ParamSpec>& params, std::vector<Config> valid)
+    : configs_(std::move(valid)) {
+  for (const auto& p : params) values_.push_back(p.candidates);
+  coords_.reserve(configs_.size());
+  for (size_t i = 0; i < configs_.size(); ++i) {
+    std::vector<int> c(params.size(), 0);
+    for (size_t d = 0; d < params.size(); ++d) {
+      const int64_t v = configs_[i].Get(params[d].name).value_or(0);
+      const auto it = std::find(values_[d].begin(), values_[d].end(), v);
+      c[d] = static_cast<int>(it - values_[d].begin());
+    }
+    by_coords_.emplace(c, i);
+    coords_.push_back(std::move(c));
+  }
+}
+
+double SearchSpace::Scaled(size_t i, size_t d) const {
+  const auto& v = values_[d];
+  const int k = coords_[i][d];
+  if (v.size() < 2 || k >= static_cast<int>(v.size())) return 0.5;
+  const auto lg = [](int64_t x) { return std::log2(static_cast<double>(std::max<int64_t>(x, 1))); };
+  const double lo = lg(*std::min_element(v.begin(), v.end()));
+  const double hi = lg(*std::max_element(v.begin(), v.end()));
+  return hi > lo ? (lg(v[static_cast<size_t>(k)]) - lo) / (hi - lo) : 0.5;
+}
+
+std::optional<size_t> SearchSpace::Find(const Config& c) const {
+  for (size_t i = 0; i < configs_.size(); ++i) {
+    if (configs_[i] == c) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<size_t> SearchSpace::Find(const std::vector<int>& coords) const {
+  auto it = by_coords_.find(coords);
+  if (it == by_coords_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<size_t> SearchSpace::Step(size_t i, size_t d, int dir) const {
+  std::vector<int> c = coords_[i];
+  while (true) {
+    c[d] += dir;
+    if (c[d] < 0 || c[d] >= static_cast<int>(values_[d].size())) return std::nullopt;
+    if (auto n = Find(c)) return n;
+  }
+}
+
+std::vector<size_t> SearchSpace::Neighbours(size_t i) const {
+  std::vector<size_t> out;
+  for (size_t d = 0; d < dims(); ++d) {
+    for (int dir : {-1, +1}) {
+      if (auto n = Step(i, d, dir)) out.push_back(*n);
+    }
+  }
+  return out;
+}
+
+int64_t EvaluationBudget(Strategy strategy, int64_t requested, size_t space_size) {
+  const auto n = static_cast<int64_t>(space_size);
+  switch (strategy) {
+    case Strategy::kExhaustive: return n;
+    case Strategy::kRandom: return std::min(n, requested > 0 ? requested : 32);
+    case Strategy::kAnneal:
+    case Strategy::kSurrogate:
+      return std::min(n, requested > 0 ? requested : std::max<int64_t>(8, (n + 9) / 10));
+  }
+  return n;
+}
+
+std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace& space, std::optional<size_t> start,
+                                           uint64_t seed, int64_t budget) {
+  switch (strategy) {
+    // Exhaustive measures everything, but in a seeded random order (the default first): in
+    // space order a slow drift of the machine's speed during the sweep would show up as a
+    // trend along the outermost parameter and mislead anyone reading the landscape.
+    case Strategy::kExhaustive:
+    case Strategy::kRandom:
+      return std::make_unique<ListSearch>(RandomOrder(space.size(), start, space.size(), seed));
+    case Strategy::kAnneal: return std::make_unique<AnnealSearch>(space, start, seed);
+    case Strategy::kSurrogate: return std::make_unique<SurrogateSearch>(space, start, seed, budget);
+  }
+  return nullptr;
+}
 
 std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config,
                                 Strategy strategy, int64_t budget, uint64_t seed) {
-  if (strategy == Strategy::kExhaustive) return valid_space;
-  const size_t want = std::min<size_t>(valid_space.size(), budget > 0 ? static_cast<size_t>(budget) : 32);
-  std::vector<Config> pool = valid_space;
+  std::optional<size_t> first;
+  for (size_t i = 0; i < valid_space.size(); ++i) {
+    if (valid_space[i] == default_config) first = i;
+  }
+  const auto want = static_cast<size_t>(EvaluationBudget(strategy == Strategy::kExhaustive ? strategy : Strategy::kRandom,
+                                                         budget, valid_space.size()));
   std::vector<Config> plan;
-  plan.reserve(want);
-  if (auto it = std::find(pool.begin(), pool.end(), default_config); it != pool.end() && want > 0) {
-    plan.push_back(*it);
-    pool.erase(it);
-  }
-  // Partial Fisher-Yates: the first `want` positions become a uniform sample.
-  SplitMix64 rng(seed);
-  for (size_t i = 0; plan.size() < want && i < pool.size(); ++i) {
-    const size_t j = i + rng.Below(pool.size() - i);
-    std::swap(pool[i], pool[j]);
-    plan.push_back(pool[i]);
-  }
+  for (size_t i : RandomOrder(valid_space.size(), first, want, seed)) plan.push_back(valid_space[i]);
   return plan;
 }
 

@@ -1,21 +1,87 @@
 // Search strategies: which configs of a bucket's valid space a sweep measures, and in what
-// order. Deterministic for a given seed on every platform (SplitMix64, own shuffle), so a sweep
-// can be replayed and resumed.
+// order, as an ask/tell loop: the strategy proposes the next config given every observation so
+// far, the driver (sweep.cc, or simulate.cc against stored medians) measures it and tells the
+// result back. Every strategy is deterministic for a seed and its observation history
+// (SplitMix64, own shuffles, no clocks), so a stopped sweep resumes by feeding its stored
+// measurements back in the order the strategy asks for them, and a stored exhaustive sweep can
+// replay any strategy without running a kernel.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "kernels/core/config.h"
+#include "kernels/core/kernel_spec.h"
 #include "kernels/core/random.h"
 #include "tuner/measurement.h"
 
 namespace blocktune::tuner {
 
-// Exhaustive: every valid config, in space order (budget ignored).
-// Random: `budget` configs drawn without replacement (0 means 32); the default config, when
-// valid, is always included first, so a sweep never picks something slower than the default
-// it measured.
+// A bucket's valid configs with their coordinates: the index of each parameter's value in the
+// kernel's candidate list. Neighbours are configs one parameter away, moved to the next valid
+// value up or down its list (skipping values that are invalid for this bucket, so a
+// constrained space stays connected).
+class SearchSpace {
+ public:
+  SearchSpace() = default;
+  // `valid` must contain only configs drawn from `params`' candidates.
+  SearchSpace(const std::vector<ParamSpec>& params, std::vector<Config> valid);
+
+  size_t size() const { return configs_.size(); }
+  const Config& config(size_t i) const { return configs_[i]; }
+  const std::vector<Config>& configs() const { return configs_; }
+  const std::vector<int>& coords(size_t i) const { return coords_[i]; }
+  size_t dims() const { return values_.size(); }
+  // Candidate count of parameter d.
+  size_t levels(size_t d) const { return values_[d].size(); }
+  // log2 of config i's value of parameter d, scaled to [0, 1] over the candidate range.
+  double Scaled(size_t i, size_t d) const;
+  std::optional<size_t> Find(const Config& c) const;
+  std::optional<size_t> Find(const std::vector<int>& coords) const;
+  // The nearest valid config from i moving parameter d in direction `dir` (-1 or +1) with the
+  // other parameters fixed; nullopt at the end of the list.
+  std::optional<size_t> Step(size_t i, size_t d, int dir) const;
+  // Up to 2 * dims() neighbours, in (parameter, down, up) order.
+  std::vector<size_t> Neighbours(size_t i) const;
+
+ private:
+  std::vector<std::vector<int64_t>> values_;
+  std::vector<Config> configs_;
+  std::vector<std::vector<int>> coords_;
+  std::map<std::vector<int>, size_t> by_coords_;
+};
+
+struct Observation {
+  bool ok = false;       // passed verification and was timed
+  double median_ns = 0;  // meaningful when ok
+};
+
+class SearchStrategy {
+ public:
+  virtual ~SearchStrategy() = default;
+  // The index of the next config to measure, never one asked before; nullopt when the
+  // strategy has nothing left to propose (the budget is the driver's to enforce).
+  virtual std::optional<size_t> Ask() = 0;
+  // The result for the config last returned by Ask.
+  virtual void Tell(size_t index, const Observation& observation) = 0;
+};
+
+// Evaluations a bucket of `space_size` valid configs gets for `requested` (0 = the strategy's
+// default, see SweepRequest::budget); never more than the space.
+int64_t EvaluationBudget(Strategy strategy, int64_t requested, size_t space_size);
+
+// `start` is the default config's index when valid (every strategy measures it first, so a
+// sweep never publishes something slower than the default it measured). `budget` is the
+// evaluation budget; model-guided strategies shift from exploring to exploiting as it runs out.
+std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace& space, std::optional<size_t> start,
+                                           uint64_t seed, int64_t budget);
+
+// The static plans of exhaustive and random, in the order they ask: the default config first,
+// then a seeded random order; exhaustive takes every config, random the first `budget` (0
+// means 32), i.e. a uniform sample without replacement.
 std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config,
                                 Strategy strategy, int64_t budget, uint64_t seed);
 

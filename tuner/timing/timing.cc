@@ -47,6 +47,28 @@ double CoefficientOfVariation(const std::vector<double>& v) {
   return std::sqrt(ss / static_cast<double>(v.size() - 1)) / mean;
 }
 
+int RotationSets(double bytes_per_set, int64_t l2_bytes, int64_t l3_bytes, int cores, int threads) {
+  constexpr int kMaxSets = 64;
+  constexpr double kMaxTotalBytes = 256.0 * 1024 * 1024;
+  if (bytes_per_set <= 0) return 1;
+  const double t = std::max(threads, 1);
+  const double l3_share = cores > 0 ? static_cast<double>(l3_bytes) * t / cores : 0.0;
+  const double target = std::max(4.0 * static_cast<double>(l2_bytes) * t, l3_share);
+  const double want = std::ceil(target / bytes_per_set);
+  const double fit = std::floor(kMaxTotalBytes / bytes_per_set);
+  return static_cast<int>(std::clamp(std::min(want, fit), 1.0, static_cast<double>(kMaxSets)));
+}
+
+double RobustCv(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double med = Median(v);
+  if (med <= 0) return 0;
+  std::vector<double> dev;
+  dev.reserve(v.size());
+  for (double x : v) dev.push_back(std::fabs(x - med));
+  return 1.4826 * Median(std::move(dev)) / med;
+}
+
 Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options) {
   // Warm-up: first touch of outputs, packing buffers and thread pool start-up are not measured.
   auto warm = TimeBatch(run, 1);

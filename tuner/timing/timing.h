@@ -18,7 +18,25 @@ struct TimingOptions {
   double min_repetition_ns = 20e6;
   int repetitions = 5;
   int64_t max_iterations = int64_t{1} << 24;
+  // A config whose repetitions spread more than this (robust CV, see RobustCv) is timed again,
+  // at most `max_retries` more times, keeping the quietest attempt (interference only ever
+  // adds time and spread, so the attempt with the lowest spread is the one closest to the
+  // config's own speed); if even that is above, the outcome is `unstable`. 10%: a config this
+  // noisy cannot be ranked against neighbours that differ by a few percent anyway.
+  double max_cv = 0.10;
+  int max_retries = 2;
+  // Input sets the timed problem rotates through, one per call, so a call finds its inputs
+  // as cold as an application would (not left in L1/L2 by the previous iteration). 0: enough
+  // sets to exceed the cache share (see RotationSets), capped at 64 sets and 256 MiB.
+  int rotation_sets = 0;
+  // Reject medians below the physical floor (timing/floor.h) as `invalid`.
+  bool check_floor = true;
 };
+
+// Input sets for a problem of `bytes_per_set` (the kernel's minimum traffic): enough that
+// together they exceed max(4 x L2 x threads, the L3 share of `threads` of `cores`), so each
+// call streams its inputs from the level an application would; at most 64 sets and 256 MiB.
+int RotationSets(double bytes_per_set, int64_t l2_bytes, int64_t l3_bytes, int cores, int threads);
 
 struct TimingResult {
   std::vector<double> samples_ns;  // per-iteration time of each repetition
@@ -30,6 +48,11 @@ struct TimingResult {
 double Median(std::vector<double> v);
 // Coefficient of variation: sample standard deviation over mean; 0 for fewer than 2 samples.
 double CoefficientOfVariation(const std::vector<double>& v);
+// The spread the median is judged by: 1.4826 x MAD / median (equal to the CV for normal
+// noise), which, like the median, ignores a minority of outliers. One repetition hit by a 4 ms
+// scheduler tick makes the CV of five 10 ms repetitions ~18% but leaves this near zero, while
+// repetitions that disagree across the board still show. 0 for fewer than 2 samples.
+double RobustCv(const std::vector<double>& v);
 
 // Times `run`; the first failure it returns stops timing and is returned. With
 // options.repetitions == 0 it only warms up and calibrates: `iterations` is set, no samples.

@@ -1,0 +1,620 @@
+// Search strategies, resumption of every strategy, the decision round (interleaved re-timing,
+// incumbent and noise band), the timing verdicts (unstable, below the physical floor, input
+// rotation), and strategy replay on stored measurements, including the checked-in exhaustive
+// sweeps of matmul and flash_attention.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "tests/tuner/fake_kernel.h"
+#include "tuner/search/search.h"
+#include "tuner/search/simulate.h"
+#include "tuner/sweep.h"
+#include "tuner/timing/environment.h"
+#include "tuner/timing/floor.h"
+
+namespace blocktune::tuner {
+namespace {
+
+using blocktune::testing::FakeSpec;
+
+constexpr Strategy kAllStrategies[] = {Strategy::kExhaustive, Strategy::kRandom, Strategy::kAnneal,
+                                       Strategy::kSurrogate};
+
+// An 8 x 6 x 4 grid whose valid configs exclude x*y == 12 (so neighbourhoods have holes).
+class GridSpec : public KernelSpec {
+ public:
+  GridSpec() {
+    params_ = {{"x", {1, 2, 3, 4, 5, 6, 7, 8}, ""}, {"y", {1, 2, 3, 4, 5, 6}, ""}, {"z", {16, 32, 64, 128}, ""}};
+    dims_ = {{{"n", tables::Rounding::kPow2Ceil, 1, 1 << 20}, 1 << 20, "length"}};
+  }
+  std::string_view name() const override { return "grid"; }
+  std::string_view description() const override { return "grid"; }
+  const std::vector<ParamSpec>& params() const override { return params_; }
+  const std::vector<DimSpec>& dims() const override { return dims_; }
+  std::vector<DType> dtypes() const override { return {DType::kF32}; }
+  Config DefaultConfig() const override { return NamedInts({{"x", 2}, {"y", 2}, {"z", 32}}); }
+  Status ValidateConfig(const Config& c, const Problem&, const HardwareProfile&) const override {
+    if (*c.Get("x") * *c.Get("y") == 12) return InvalidArgument("x*y must not be 12");
+    return {};
+  }
+  Problem VerificationProblem(const Config&, const Problem& p) const override { return p; }
+  std::unique_ptr<KernelInstance> MakeInstance(const Problem&, uint64_t) const override { return nullptr; }
+  double Flops(const Problem&) const override { return 0; }
+  double Bytes(const Problem&) const override { return 0; }
+
+ private:
+  std::vector<ParamSpec> params_;
+  std::vector<DimSpec> dims_;
+};
+
+// A smooth bowl in log space with its minimum at x=6, y=4, z=64; (7, 1, *) fails.
+double GridCost(const Config& c) {
+  const double x = std::log2(static_cast<double>(*c.Get("x")));
+  const double y = std::log2(static_cast<double>(*c.Get("y")));
+  const double z = std::log2(static_cast<double>(*c.Get("z")));
+  return 1e6 * (1 + 0.3 * std::pow(x - std::log2(6.0), 2) + 0.2 * std::pow(y - 2, 2) + 0.1 * std::pow(z - 6, 2));
+}
+
+// Answers with GridCost instead of running anything, and counts what it was asked to measure.
+class OracleEvaluator : public Evaluator {
+ public:
+  void Measure(const EvalRequest& r, const Config& config, Measurement& m) override {
+    ++measured[r.problem.ToString() + " " + config.ToString()];
+    Fill(config, m);
+  }
+  std::vector<Measurement> MeasureInterleaved(const EvalRequest&, const std::vector<Config>& configs) override {
+    ++interleaved_rounds;
+    std::vector<Measurement> out;
+    for (const Config& c : configs) {
+      Measurement m;
+      Fill(c, m);
+      out.push_back(m);
+    }
+    return out;
+  }
+  void Fill(const Config& c, Measurement& m) const {
+    if (*c.Get("x") == 7 && *c.Get("y") == 1) {
+      m.outcome = Outcome::kWrongResult;
+      m.detail = "verification failed";
+      return;
+    }
+    auto it = override_ns.find(c.ToString());
+    m.outcome = Outcome::kOk;
+    m.median_ns = it != override_ns.end() ? it->second : GridCost(c);
+    m.samples_ns = {m.median_ns, m.median_ns, m.median_ns};
+    m.cv = cv;
+  }
+
+  std::map<std::string, int> measured;
+  std::map<std::string, double> override_ns;
+  double cv = 0.001;
+  int interleaved_rounds = 0;
+};
+
+class MemorySink : public SweepSink {
+ public:
+  Result<std::vector<Measurement>> Existing(const std::string& bucket) override {
+    std::vector<Measurement> out;
+    for (const auto& m : stored) {
+      if (m.bucket == bucket) out.push_back(m);
+    }
+    return out;
+  }
+  Status Record(Measurement& m, int64_t, int64_t) override {
+    m.id = static_cast<int64_t>(stored.size()) + 1;
+    stored.push_back(m);
+    return {};
+  }
+  bool Cancelled() override { return cancel_after >= 0 && static_cast<int64_t>(stored.size()) >= cancel_after; }
+  Result<std::optional<TunedEntry>> Incumbent(const std::string&, const std::string&, DType,
+                                              const std::string&) override {
+    return incumbent;
+  }
+  Status RecordEnvironment(const SweepEnvironment& env) override {
+    environment = env;
+    return {};
+  }
+  Status RecordFinalRound(const FinalRound& round) override {
+    rounds.push_back(round);
+    return {};
+  }
+
+  std::vector<Measurement> stored;
+  int64_t cancel_after = -1;
+  std::optional<TunedEntry> incumbent;
+  SweepEnvironment environment;
+  std::vector<FinalRound> rounds;
+};
+
+SweepRequest GridRequest(Strategy strategy, int64_t budget) {
+  SweepRequest r;
+  r.kernel = "grid";
+  r.shapes = {NamedInts({{"n", 1000}}), NamedInts({{"n", 100}})};
+  r.strategy = strategy;
+  r.budget = budget;
+  r.seed = 7;
+  return r;
+}
+
+SearchSpace GridSpace(const GridSpec& spec) {
+  std::vector<Config> valid;
+  for (const Config& c : spec.ConfigSpace()) {
+    if (spec.ValidateConfig(c, {}, HardwareProfile{})) valid.push_back(c);
+  }
+  return SearchSpace(spec.params(), valid);
+}
+
+TEST(SearchSpace, NeighboursSkipInvalidValuesAlongOneParameter) {
+  GridSpec spec;
+  const SearchSpace space = GridSpace(spec);
+  EXPECT_EQ(space.size(), 8u * 6u * 4u - 4u * 4u);  // (2,6) (3,4) (4,3) (6,2) have x*y = 12
+  const auto at = space.Find(NamedInts({{"x", 3}, {"y", 3}, {"z", 32}}));
+  ASSERT_TRUE(at);
+  // y up from 3 skips the invalid y=4 and lands on y=5.
+  const auto up = space.Step(*at, 1, +1);
+  ASSERT_TRUE(up);
+  EXPECT_EQ(space.config(*up), NamedInts({{"x", 3}, {"y", 5}, {"z", 32}}));
+  EXPECT_EQ(space.Neighbours(*at).size(), 6u);
+  const auto corner = space.Find(NamedInts({{"x", 1}, {"y", 1}, {"z", 16}}));
+  EXPECT_EQ(space.Neighbours(*corner).size(), 3u);
+  EXPECT_DOUBLE_EQ(space.Scaled(*corner, 2), 0.0);
+}
+
+TEST(Search, EveryStrategyIsDeterministicAndNeverAsksTwice) {
+  GridSpec spec;
+  const SearchSpace space = GridSpace(spec);
+  const auto start = space.Find(spec.DefaultConfig());
+  for (Strategy s : kAllStrategies) {
+    std::vector<std::vector<size_t>> runs;
+    for (uint64_t seed : {3u, 3u, 4u}) {
+      auto search = MakeSearch(s, space, start, seed, 30);
+      std::vector<size_t> asked;
+      std::set<size_t> unique;
+      while (auto next = search->Ask()) {
+        ASSERT_LT(*next, space.size());
+        ASSERT_TRUE(unique.insert(*next).second) << StrategyName(s) << " asked twice";
+        asked.push_back(*next);
+        OracleEvaluator oracle;
+        Measurement m;
+        oracle.Fill(space.config(*next), m);
+        search->Tell(*next, Observation{m.outcome == Outcome::kOk, m.median_ns});
+      }
+      // Without a budget cut every strategy eventually proposes the whole space.
+      EXPECT_EQ(asked.size(), space.size()) << StrategyName(s);
+      EXPECT_EQ(asked.front(), *start) << StrategyName(s);
+      runs.push_back(asked);
+    }
+    EXPECT_EQ(runs[0], runs[1]) << StrategyName(s);
+    if (s != Strategy::kSurrogate) EXPECT_NE(runs[0], runs[2]) << StrategyName(s);  // surrogate uses no randomness here
+  }
+}
+
+TEST(Search, ModelGuidedStrategiesFindTheBowlsMinimumOnATenthOfTheSpace) {
+  GridSpec spec;
+  const SearchSpace space = GridSpace(spec);
+  const auto optimum = space.Find(NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
+  ASSERT_TRUE(optimum);
+  const int64_t budget = EvaluationBudget(Strategy::kAnneal, 0, space.size());
+  EXPECT_EQ(budget, 18);  // ceil(176 / 10)
+  for (Strategy s : {Strategy::kAnneal, Strategy::kSurrogate}) {
+    int found = 0;
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      auto search = MakeSearch(s, space, space.Find(spec.DefaultConfig()), seed, budget);
+      for (int64_t e = 0; e < budget; ++e) {
+        auto next = search->Ask();
+        ASSERT_TRUE(next);
+        OracleEvaluator oracle;
+        Measurement m;
+        oracle.Fill(space.config(*next), m);
+        search->Tell(*next, Observation{m.outcome == Outcome::kOk, m.median_ns});
+        if (*next == *optimum) {
+          ++found;
+          break;
+        }
+      }
+    }
+    EXPECT_GE(found, 9) << StrategyName(s);
+  }
+}
+
+// A sweep stopped after k measurements and resumed measures nothing twice and ends exactly as
+// an uninterrupted one: same measurements in the same order, same winners.
+TEST(RunSweep, EveryStrategyResumesWithoutMeasuringAnythingTwice) {
+  GridSpec spec;
+  SweepOptions options;
+  for (Strategy s : kAllStrategies) {
+    const SweepRequest request = GridRequest(s, s == Strategy::kExhaustive ? 0 : 15);
+    MemorySink whole_sink;
+    OracleEvaluator whole_eval;
+    options.evaluator = &whole_eval;
+    auto whole = RunSweep(request, 1, spec, HardwareProfile::Detect(1), whole_sink, options);
+    ASSERT_TRUE(whole) << whole.error().ToString();
+    ASSERT_EQ(whole->size(), 2u);
+    for (int64_t k : {1, 9, 23}) {
+      MemorySink sink;
+      OracleEvaluator eval;
+      options.evaluator = &eval;
+      sink.cancel_after = k;
+      ASSERT_TRUE(RunSweep(request, 1, spec, HardwareProfile::Detect(1), sink, options));
+      // Stopped at the first check after k records (a bucket's invalid configs go in one run).
+      ASSERT_GE(static_cast<int64_t>(sink.stored.size()), k);
+      ASSERT_LT(sink.stored.size(), whole_sink.stored.size());
+      sink.cancel_after = -1;
+      auto resumed = RunSweep(request, 1, spec, HardwareProfile::Detect(1), sink, options);
+      ASSERT_TRUE(resumed);
+      for (const auto& [config, n] : eval.measured) EXPECT_EQ(n, 1) << StrategyName(s) << " " << config;
+      ASSERT_EQ(sink.stored.size(), whole_sink.stored.size()) << StrategyName(s) << " k=" << k;
+      for (size_t i = 0; i < sink.stored.size(); ++i) {
+        EXPECT_EQ(sink.stored[i].bucket, whole_sink.stored[i].bucket);
+        EXPECT_EQ(sink.stored[i].config, whole_sink.stored[i].config) << StrategyName(s) << " k=" << k << " i=" << i;
+      }
+      ASSERT_EQ(resumed->size(), whole->size());
+      for (size_t i = 0; i < resumed->size(); ++i) EXPECT_EQ((*resumed)[i].config, (*whole)[i].config);
+    }
+  }
+}
+
+TEST(RunSweep, ModelGuidedStrategiesStayWithinTheirBudget) {
+  GridSpec spec;
+  SweepOptions options;
+  for (Strategy s : {Strategy::kAnneal, Strategy::kSurrogate}) {
+    MemorySink sink;
+    OracleEvaluator eval;
+    options.evaluator = &eval;
+    auto plans = PlanSweep(GridRequest(s, 0), spec, HardwareProfile::Detect(1));
+    ASSERT_TRUE(plans);
+    EXPECT_EQ((*plans)[0].evaluations, 18);
+    EXPECT_TRUE((*plans)[0].planned.empty());
+    EXPECT_EQ(PlannedTotal(*plans), 2 * (16 + 18));
+    auto winners = RunSweep(GridRequest(s, 0), 1, spec, HardwareProfile::Detect(1), sink, options);
+    ASSERT_TRUE(winners);
+    EXPECT_EQ(sink.stored.size(), 2u * (16 + 18));
+    EXPECT_EQ(eval.measured.size(), 2u * 18);
+    // The bowl's minimum is found.
+    EXPECT_EQ((*winners)[0].config, NamedInts({{"x", 6}, {"y", 4}, {"z", 64}})) << StrategyName(s);
+    EXPECT_FALSE(sink.environment.compiler.empty());
+  }
+}
+
+TEST(RunSweep, BudgetInSecondsStopsTheSearch) {
+  GridSpec spec;
+  SweepRequest r = GridRequest(Strategy::kExhaustive, 0);
+  r.budget_seconds = 1e-9;  // spent before the second config
+  MemorySink sink;
+  OracleEvaluator eval;
+  SweepOptions options;
+  options.evaluator = &eval;
+  auto winners = RunSweep(r, 1, spec, HardwareProfile::Detect(1), sink, options);
+  ASSERT_TRUE(winners);
+  EXPECT_LE(eval.measured.size(), 4u);  // at most a couple per bucket, not 176
+}
+
+TEST(RunSweep, DecisionRoundRetimesTheBestFewInterleaved) {
+  GridSpec spec;
+  MemorySink sink;
+  SweepOptions options;
+  // The search saw x=5,y=4,z=64 as fastest (a lucky sample); re-timed it is slower than the
+  // true optimum, which the decision round then picks.
+  const std::string lucky = "x=5,y=4,z=64";
+  SweepRequest r = GridRequest(Strategy::kExhaustive, 0);
+  r.shapes.resize(1);
+  struct Retimer : OracleEvaluator {
+    std::vector<Measurement> MeasureInterleaved(const EvalRequest& req, const std::vector<Config>& configs) override {
+      override_ns.clear();
+      return OracleEvaluator::MeasureInterleaved(req, configs);
+    }
+  } retimer;
+  retimer.override_ns[lucky] = 1e5;
+  options.evaluator = &retimer;
+  auto winners = RunSweep(r, 1, spec, HardwareProfile::Detect(1), sink, options);
+  ASSERT_TRUE(winners);
+  ASSERT_EQ(sink.rounds.size(), 1u);
+  EXPECT_EQ(sink.rounds[0].candidates.size(), 4u);
+  EXPECT_EQ(sink.rounds[0].candidates[0].config.ToString(), lucky);
+  EXPECT_EQ((*winners)[0].config, NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
+  EXPECT_EQ((*winners)[0].median_ns, GridCost((*winners)[0].config));
+  EXPECT_EQ(sink.rounds[0].decision, "new");
+}
+
+TEST(RunSweep, IncumbentIsKeptInsideTheNoiseBandAndReplacedBeyondIt) {
+  GridSpec spec;
+  SweepRequest r = GridRequest(Strategy::kExhaustive, 0);
+  r.shapes.resize(1);
+  const Config best = NamedInts({{"x", 6}, {"y", 4}, {"z", 64}});
+  const Config close = NamedInts({{"x", 6}, {"y", 4}, {"z", 32}});  // 10% slower by GridCost
+  for (double incumbent_ns : {GridCost(best) * 1.01, GridCost(best) * 1.5}) {
+    MemorySink sink;
+    OracleEvaluator eval;
+    eval.override_ns[close.ToString()] = incumbent_ns;
+    SweepOptions options;
+    options.evaluator = &eval;
+    TunedEntry inc;
+    inc.kernel = "grid";
+    inc.bucket = "n1024";
+    inc.config = close;
+    inc.median_ns = 1;
+    inc.sweep_id = 99;
+    inc.measured_at = "then";
+    sink.incumbent = inc;
+    auto winners = RunSweep(r, 1, spec, HardwareProfile::Detect(1), sink, options);
+    ASSERT_TRUE(winners);
+    ASSERT_EQ(sink.rounds.size(), 1u);
+    EXPECT_EQ(sink.rounds[0].incumbent, close);
+    EXPECT_DOUBLE_EQ(sink.rounds[0].noise_band, 0.02);  // cv 0.1% is far below the 2% floor
+    if (incumbent_ns < GridCost(best) * 1.02) {
+      // 1% slower is noise: the published row stays exactly as it was.
+      EXPECT_EQ((*winners)[0].config, close);
+      EXPECT_EQ((*winners)[0].sweep_id, 99);
+      EXPECT_EQ((*winners)[0].measured_at, "then");
+      EXPECT_EQ(sink.rounds[0].decision.rfind("kept incumbent", 0), 0u) << sink.rounds[0].decision;
+    } else {
+      EXPECT_EQ((*winners)[0].config, best);
+      EXPECT_EQ((*winners)[0].sweep_id, 1);
+      EXPECT_EQ(sink.rounds[0].decision.rfind("replaced incumbent", 0), 0u) << sink.rounds[0].decision;
+    }
+  }
+}
+
+TEST(RunSweep, AnIncumbentTheSearchSkippedIsMeasuredAndVerifiedFirst) {
+  GridSpec spec;
+  SweepRequest r = GridRequest(Strategy::kRandom, 3);
+  r.shapes.resize(1);
+  const Config far = NamedInts({{"x", 8}, {"y", 6}, {"z", 128}});
+  MemorySink sink;
+  OracleEvaluator eval;
+  SweepOptions options;
+  options.evaluator = &eval;
+  TunedEntry inc;
+  inc.kernel = "grid";
+  inc.bucket = "n1024";
+  inc.config = far;
+  sink.incumbent = inc;
+  auto winners = RunSweep(r, 1, spec, HardwareProfile::Detect(1), sink, options);
+  ASSERT_TRUE(winners);
+  EXPECT_EQ(eval.measured["f32:n=1024 " + far.ToString()], 1);
+  EXPECT_EQ(sink.rounds[0].candidates.back().config, far);
+  EXPECT_NE((*winners)[0].config, far);  // it is the bowl's slowest corner
+}
+
+TEST(NoiseBand, TwoStandardErrorsOfTheMedianDifferenceWithAFloor) {
+  EXPECT_DOUBLE_EQ(NoiseBand(0, 0, 5, 0.02), 0.02);
+  // cv 5% each over 5 samples: 2 * 1.25 * sqrt(2) * 0.05 / sqrt(5) = 7.9%.
+  EXPECT_NEAR(NoiseBand(0.05, 0.05, 5, 0.02), 2 * 1.25 * std::sqrt(2.0) * 0.05 / std::sqrt(5.0), 1e-12);
+  EXPECT_GT(NoiseBand(0.05, 0.05, 5, 0.02), NoiseBand(0.05, 0.05, 20, 0.02));
+}
+
+TEST(Timing, RotationSetsExceedTheCacheShareWithinCaps) {
+  // 1 MiB per set, 2 MiB L2, no L3: 4 x 2 MiB = 8 sets.
+  EXPECT_EQ(RotationSets(1 << 20, 2 << 20, 0, 2, 1), 8);
+  // The L3 share of one thread of 2 cores (16 MiB) dominates: 16 sets.
+  EXPECT_EQ(RotationSets(1 << 20, 2 << 20, 32 << 20, 2, 1), 16);
+  EXPECT_EQ(RotationSets(1024, 2 << 20, 0, 2, 1), 64);              // capped at 64 sets
+  // 50 MiB sets against a 512 MiB L3 share: 11 wanted, 5 fit in 256 MiB.
+  EXPECT_EQ(RotationSets(50.0 * (1 << 20), 2 << 20, int64_t{1} << 30, 2, 1), 5);
+  EXPECT_EQ(RotationSets(1e9, 2 << 20, 0, 2, 1), 1);
+}
+
+// The fake kernel again, with hooks: how many instances were made, and a flop count no
+// machine could do in the time the fake takes.
+class CountingSpec : public FakeSpec {
+ public:
+  std::unique_ptr<KernelInstance> MakeInstance(const Problem& p, uint64_t seed) const override {
+    ++instances;
+    return FakeSpec::MakeInstance(p, seed);
+  }
+  double Flops(const Problem& p) const override { return impossible ? 1e15 : FakeSpec::Flops(p); }
+  mutable int instances = 0;
+  bool impossible = false;
+};
+
+EvalRequest FakeEval(const KernelSpec& spec) {
+  EvalRequest r;
+  r.spec = &spec;
+  r.problem = Problem{DType::kF32, NamedInts({{"n", 1024}})};
+  r.timing.min_repetition_ns = 100e3;
+  r.timing.repetitions = 3;
+  r.timing.max_cv = 1.0;
+  return r;
+}
+
+TEST(Evaluator, RotatesThroughInputSets) {
+  CountingSpec spec;
+  EvalRequest r = FakeEval(spec);
+  r.timing.rotation_sets = 5;
+  InProcessEvaluator eval;
+  Measurement m;
+  eval.Measure(r, NamedInts({{"a", 3}, {"b", 2}}), m);
+  EXPECT_EQ(m.outcome, Outcome::kOk) << m.detail;
+  EXPECT_EQ(spec.instances, 1 + 5);  // the verification instance and five timed sets
+  eval.Measure(r, NamedInts({{"a", 3}, {"b", 3}}), m);
+  EXPECT_EQ(spec.instances, 1 + 5);  // reused for the next config of the bucket
+}
+
+TEST(Evaluator, TimesBelowThePhysicalFloorAreInvalid) {
+  CountingSpec spec;
+  spec.impossible = true;  // 1e15 flops in ~150 us
+  InProcessEvaluator eval;
+  Measurement m;
+  eval.Measure(FakeEval(spec), NamedInts({{"a", 3}, {"b", 2}}), m);
+  EXPECT_EQ(m.outcome, Outcome::kInvalid);
+  EXPECT_EQ(m.detail.rfind(kBelowFloorDetail, 0), 0u) << m.detail;
+  EvalRequest unchecked = FakeEval(spec);
+  unchecked.timing.check_floor = false;
+  eval.Measure(unchecked, NamedInts({{"a", 3}, {"b", 2}}), m);
+  EXPECT_EQ(m.outcome, Outcome::kOk);
+}
+
+TEST(Evaluator, TooNoisyAfterRetriesIsUnstable) {
+  FakeSpec spec;
+  EvalRequest r = FakeEval(spec);
+  r.timing.max_cv = 0;  // no real timing has zero spread
+  r.timing.max_retries = 2;
+  InProcessEvaluator eval;
+  Measurement m;
+  eval.Measure(r, NamedInts({{"a", 3}, {"b", 2}}), m);
+  EXPECT_EQ(m.outcome, Outcome::kUnstable);
+  EXPECT_NE(m.detail.find("after 3 timing attempts"), std::string::npos) << m.detail;
+  EXPECT_EQ(m.detail.rfind("robust cv", 0), 0u) << m.detail;
+  EXPECT_EQ(m.samples_ns.size(), 3u);
+}
+
+TEST(Timing, RobustCvIgnoresOneOutlierButNotGeneralSpread) {
+  EXPECT_NEAR(RobustCv({10, 10, 10, 10, 18}), 0, 1e-12);
+  EXPECT_GT(CoefficientOfVariation({10, 10, 10, 10, 18}), 0.3);
+  EXPECT_NEAR(RobustCv({8, 10, 12}), 1.4826 * 2 / 10, 1e-12);
+  EXPECT_EQ(RobustCv({5}), 0);
+}
+
+TEST(Floor, PeaksFollowTheIsaAndThreads) {
+  const PhysicalPeaks one = PeaksFor("avx512", DType::kF32, 1);
+  EXPECT_DOUBLE_EQ(one.flops_per_ns, 384);
+  EXPECT_DOUBLE_EQ(PeaksFor("avx2", DType::kF32, 2).flops_per_ns, 384);
+  EXPECT_DOUBLE_EQ(PeaksFor("avx512", DType::kBF16, 1).flops_per_ns, 768);
+  const KernelSpec* mm = FindKernel("matmul");
+  ASSERT_NE(mm, nullptr);
+  const Problem p{DType::kF32, NamedInts({{"m", 1024}, {"n", 1024}, {"k", 1024}})};
+  EXPECT_NEAR(PhysicalFloorNs(*mm, p, one), 2.0 * 1024 * 1024 * 1024 / 384, 1);
+}
+
+TEST(Environment, CapturesAffinityCompilerAndFlags) {
+  const SweepEnvironment e = CaptureEnvironment("blocktune x");
+  EXPECT_FALSE(e.affinity.empty());
+  EXPECT_FALSE(e.compiler.empty());
+  EXPECT_FALSE(e.build_flags.empty());
+  EXPECT_FALSE(e.load_average.empty());
+  EXPECT_EQ(e.tool_version, "blocktune x");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Simulation.
+
+std::vector<StoredBucket> GridBuckets() {
+  GridSpec spec;
+  StoredBucket b{"matmul", "hw", DType::kF32, "m1_n1_k1", 1, {}};
+  // Reuse matmul's parameter names over GridCost so Simulate finds the kernel in the registry.
+  const KernelSpec* mm = FindKernel("matmul");
+  for (const Config& c : mm->ConfigSpace()) {
+    const auto& v = c.values();
+    const double x = std::log2(static_cast<double>(v[0].second) / 48.0);
+    const double y = std::log2(static_cast<double>(v[1].second) / 128.0);
+    const double z = std::log2(static_cast<double>(v[2].second) / 128.0);
+    b.configs.push_back(
+        StoredConfig{c, Outcome::kOk, "", 1e6 * (1 + 0.2 * std::pow(x - 2, 2) + 0.1 * std::pow(y - 3, 2) + 0.3 * z * z)});
+  }
+  b.configs[0].outcome = Outcome::kInvalid;
+  b.configs[0].detail = "block_m too big";
+  b.configs[1].outcome = Outcome::kInvalid;
+  b.configs[1].detail = std::string(kBelowFloorDetail) + ": 1 ns";
+  return {b};
+}
+
+TEST(Simulate, StoredBucketsRoundTripThroughTheTextFormat) {
+  const auto buckets = GridBuckets();
+  auto parsed = ParseStoredBuckets(FormatStoredBuckets(buckets));
+  ASSERT_TRUE(parsed) << parsed.error().ToString();
+  ASSERT_EQ(parsed->size(), 1u);
+  ASSERT_EQ((*parsed)[0].configs.size(), buckets[0].configs.size());
+  EXPECT_EQ((*parsed)[0].configs[5].median_ns, buckets[0].configs[5].median_ns);
+  EXPECT_EQ((*parsed)[0].configs[1].detail.rfind(kBelowFloorDetail, 0), 0u);
+  auto bad = ParseStoredBuckets("matmul\thw\tf32\tb\tblock_m=1\tok\n");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("line 1"), std::string::npos);
+  EXPECT_FALSE(ParseStoredBuckets("matmul\thw\tf32\tb\tblock_m=1\tfine\t1\n"));
+}
+
+TEST(Simulate, ReplaysDeterministicallyAndScoresAgainstTheOptimum) {
+  SimulateOptions o;
+  o.strategy = Strategy::kAnneal;
+  o.seeds = 5;
+  auto a = Simulate(GridBuckets(), o);
+  auto b = Simulate(GridBuckets(), o);
+  ASSERT_TRUE(a) << a.error().ToString();
+  ASSERT_EQ(a->buckets.size(), 1u);
+  const BucketSimulation& s = a->buckets[0];
+  EXPECT_EQ(s.space_size, 179);  // the plain invalid config is outside, the below-floor one inside
+  EXPECT_EQ(s.budget, 18);
+  EXPECT_EQ(s.strategy.curve.size(), 18u);
+  EXPECT_EQ(s.strategy.mean_ratio, b->buckets[0].strategy.mean_ratio);
+  EXPECT_LE(s.strategy.curve.front(), s.strategy.curve.back());
+  EXPECT_LE(s.strategy.mean_ratio, 1.0);
+  EXPECT_GT(s.strategy.mean_ratio, s.random.mean_ratio);
+  o.budget_fraction = 1.0;
+  auto full = Simulate(GridBuckets(), o);
+  EXPECT_DOUBLE_EQ(full->buckets[0].strategy.min_ratio, 1.0);  // the whole space finds the optimum
+  o.budget_fraction = 0;
+  EXPECT_FALSE(Simulate(GridBuckets(), o));
+}
+
+TEST(Simulate, CompareChoicesJudgesWithTheOtherSweepsMeasurements) {
+  auto a = GridBuckets();
+  auto b = GridBuckets();
+  const Config c0 = a[0].configs[10].config;
+  const Config c1 = a[0].configs[11].config;
+  b[0].configs[10].median_ns = 100;
+  b[0].configs[11].median_ns = 102;
+  auto r = CompareChoices(a, {{"m1_n1_k1", c0}}, b, {{"m1_n1_k1", c1}}, 0.03);
+  ASSERT_EQ(r.buckets.size(), 1u);
+  EXPECT_NEAR(r.buckets[0].slowdown, 100.0 / 102.0 - 1, 1e-12);
+  EXPECT_EQ(r.buckets[0].judged_by, 'B');
+  EXPECT_TRUE(r.buckets[0].within);
+  EXPECT_DOUBLE_EQ(r.within_fraction, 1.0);
+  b[0].configs[10].median_ns = 110;
+  r = CompareChoices(a, {{"m1_n1_k1", c0}}, b, {{"m1_n1_k1", c1}}, 0.03);
+  EXPECT_FALSE(r.buckets[0].within);
+  EXPECT_DOUBLE_EQ(r.within_fraction, 0.0);
+}
+
+// The figures from two real exhaustive sweeps each of 12 matmul and 12 flash_attention buckets
+// on this 2-core host (deploy/independent-sweeps.sh; combined per config by the lower median,
+// exported with `blocktune simulate --db run1 --db run2 --export`), replayed with 10% of each
+// bucket's space and 20 seeds. The target, best-found >= 0.98 of the optimum on >= 90%
+// of buckets, is NOT met on this data (the box ran at load average 4-10 during the sweeps, and
+// 15-24% of the configs ended `unstable`); what holds, and is guarded
+// here against regressions, is (fraction of buckets >= 0.98, mean best/optimum vs random):
+//   matmul           anneal    75.0%  0.9853 vs 0.9786     surrogate 66.7%  0.9843 vs 0.9786
+//   flash_attention  anneal    41.7%  0.9636 vs 0.9686     surrogate 50.0%  0.9748 vs 0.9686
+// (anneal does worse than random on flash_attention's 5-evaluation budget). At 30% of the
+// space the fractions are 91.7% / 83.3% (matmul) and 100% / 91.7% (flash_attention).
+TEST(Simulate, CheckedInExhaustiveSweeps) {
+  std::ifstream in(std::string(BLOCKTUNE_SOURCE_DIR) + "/tests/data/exhaustive_matmul_flash.tsv", std::ios::binary);
+  ASSERT_TRUE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto buckets = ParseStoredBuckets(text.str());
+  ASSERT_TRUE(buckets) << buckets.error().ToString();
+  struct Expect {
+    const char* kernel;
+    Strategy strategy;
+    double bucket_fraction;
+    bool beats_random;
+  };
+  for (const Expect& e : {Expect{"matmul", Strategy::kAnneal, 0.75, true},
+                          Expect{"matmul", Strategy::kSurrogate, 0.66, true},
+                          Expect{"flash_attention", Strategy::kAnneal, 0.41, false},
+                          Expect{"flash_attention", Strategy::kSurrogate, 0.5, true}}) {
+    std::vector<StoredBucket> mine;
+    for (const auto& b : *buckets) {
+      if (b.kernel == e.kernel) mine.push_back(b);
+    }
+    ASSERT_EQ(mine.size(), 12u) << e.kernel;
+    SimulateOptions o;
+    o.strategy = e.strategy;
+    o.budget_fraction = 0.1;
+    o.seeds = 20;
+    auto r = Simulate(mine, o);
+    ASSERT_TRUE(r) << r.error().ToString();
+    EXPECT_GE(r->strategy_bucket_fraction, e.bucket_fraction) << e.kernel << " " << StrategyName(e.strategy);
+    if (e.beats_random) EXPECT_GT(r->strategy_mean_ratio, r->random_mean_ratio) << e.kernel << " " << StrategyName(e.strategy);
+    // Deterministic: the same replay gives the same figures.
+    auto again = Simulate(mine, o);
+    EXPECT_EQ(again->strategy_mean_ratio, r->strategy_mean_ratio);
+  }
+}
+
+}  // namespace
+}  // namespace blocktune::tuner

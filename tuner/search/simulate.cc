@@ -1,0 +1,324 @@
+// Strategy replay against stored measurements, and the agreement of two sweeps; see simulate.h.
+#include "tuner/search/simulate.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "tuner/search/search.h"
+
+namespace blocktune::tuner {
+namespace {
+
+bool InSpace(const StoredConfig& c) {
+  return c.outcome != Outcome::kInvalid || c.detail.rfind(kBelowFloorDetail, 0) == 0;
+}
+
+struct Oracle {
+  SearchSpace space;
+  std::vector<Observation> answers;  // by space index
+  std::optional<size_t> start;
+  double optimum_ns = 0;
+  size_t optimum = 0;
+};
+
+Result<Oracle> MakeOracle(const StoredBucket& b) {
+  const KernelSpec* spec = FindKernel(b.kernel);
+  if (spec == nullptr) return InvalidArgument("unknown kernel '" + b.kernel + "'", "kernel");
+  std::vector<Config> configs;
+  std::vector<Observation> answers;
+  std::map<std::string, bool> seen;
+  for (const StoredConfig& c : b.configs) {
+    if (!InSpace(c) || seen[c.config.ToString()]) continue;
+    seen[c.config.ToString()] = true;
+    configs.push_back(c.config);
+    answers.push_back(Observation{c.outcome == Outcome::kOk && c.median_ns > 0, c.median_ns});
+  }
+  Oracle o{SearchSpace(spec->params(), std::move(configs)), std::move(answers), std::nullopt, 0, 0};
+  o.start = o.space.Find(spec->DefaultConfig());
+  bool any = false;
+  for (size_t i = 0; i < o.answers.size(); ++i) {
+    if (!o.answers[i].ok) continue;
+    if (!any || o.answers[i].median_ns < o.optimum_ns) {
+      o.optimum_ns = o.answers[i].median_ns;
+      o.optimum = i;
+      any = true;
+    }
+  }
+  if (!any) return InvalidArgument("bucket " + b.bucket + " of " + b.kernel + " has no passing config", "bucket");
+  return o;
+}
+
+// One run: best-so-far ratio after each evaluation (budget entries; padded with the last
+// value if the strategy stops early).
+std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, int64_t budget) {
+  auto search = MakeSearch(strategy, o.space, o.start, seed, budget);
+  std::vector<double> curve;
+  double best = 0;
+  for (int64_t e = 0; e < budget; ++e) {
+    auto next = search->Ask();
+    if (!next) break;
+    const Observation& obs = o.answers[*next];
+    search->Tell(*next, obs);
+    if (obs.ok && (best == 0 || obs.median_ns < best)) best = obs.median_ns;
+    curve.push_back(best > 0 ? o.optimum_ns / best : 0.0);
+  }
+  while (static_cast<int64_t>(curve.size()) < budget) curve.push_back(curve.empty() ? 0.0 : curve.back());
+  return curve;
+}
+
+StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& opt, int64_t budget) {
+  StrategyScore s;
+  s.curve.assign(static_cast<size_t>(budget), 0.0);
+  s.min_ratio = 1.0;
+  int hits = 0;
+  for (int k = 0; k < opt.seeds; ++k) {
+    // Same seed derivation as a sweep: the request seed mixed with nothing bucket-specific,
+    // so seed k means the same thing for every bucket.
+    const auto curve = Replay(o, strategy, opt.first_seed + static_cast<uint64_t>(k), budget);
+    for (size_t e = 0; e < curve.size(); ++e) s.curve[e] += curve[e] / opt.seeds;
+    const double final_ratio = curve.empty() ? 0.0 : curve.back();
+    s.mean_ratio += final_ratio / opt.seeds;
+    s.min_ratio = std::min(s.min_ratio, final_ratio);
+    hits += final_ratio >= opt.threshold ? 1 : 0;
+  }
+  s.hit_fraction = static_cast<double>(hits) / opt.seeds;
+  return s;
+}
+
+std::string FormatDouble(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<StoredBucket> GroupMeasurements(const std::string& kernel, const std::string& hardware_key, DType dtype,
+                                            const std::vector<Measurement>& measurements) {
+  std::map<std::string, StoredBucket> by_bucket;
+  for (const Measurement& m : measurements) {
+    StoredBucket& b = by_bucket[m.bucket];
+    if (b.bucket.empty() || m.sweep_id > b.sweep_id) {
+      b = StoredBucket{kernel, hardware_key, dtype, m.bucket, m.sweep_id, {}};
+    }
+    if (m.sweep_id != b.sweep_id) continue;
+    b.configs.push_back(StoredConfig{m.config, m.outcome, m.detail, m.median_ns});
+  }
+  std::vector<StoredBucket> out;
+  for (auto& [_, b] : by_bucket) out.push_back(std::move(b));
+  return out;
+}
+
+StoredBucket CombineSweeps(const std::vector<StoredBucket>& runs) {
+  if (runs.empty()) return {};
+  StoredBucket out = runs.front();
+  if (runs.size() == 1) return out;
+  out.configs.clear();
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const StoredConfig*>> by_config;
+  for (const StoredBucket& r : runs) {
+    out.sweep_id = std::max(out.sweep_id, r.sweep_id);
+    for (const StoredConfig& c : r.configs) {
+      auto& v = by_config[c.config.ToString()];
+      if (v.empty()) order.push_back(c.config.ToString());
+      v.push_back(&c);
+    }
+  }
+  for (const std::string& key : order) {
+    const auto& v = by_config[key];
+    std::vector<double> ok;
+    for (const StoredConfig* c : v) {
+      if (c->outcome == Outcome::kOk) ok.push_back(c->median_ns);
+    }
+    StoredConfig combined = *v.front();
+    if (!ok.empty()) {
+      combined.outcome = Outcome::kOk;
+      combined.detail.clear();
+      combined.median_ns = *std::min_element(ok.begin(), ok.end());
+    }
+    out.configs.push_back(std::move(combined));
+  }
+  return out;
+}
+
+std::string FormatStoredBuckets(const std::vector<StoredBucket>& buckets) {
+  std::string out = "# kernel\thardware\tdtype\tbucket\tconfig\toutcome\tmedian_ns\n";
+  for (const StoredBucket& b : buckets) {
+    for (const StoredConfig& c : b.configs) {
+      // Only what the oracle needs: the outcome decides membership of the space, and the
+      // detail only matters for the below-floor kind of `invalid`.
+      std::string outcome(OutcomeName(c.outcome));
+      if (c.outcome == Outcome::kInvalid && InSpace(c)) outcome = "invalid_below_floor";
+      out += b.kernel + '\t' + b.hardware_key + '\t' + std::string(DTypeName(b.dtype)) + '\t' + b.bucket + '\t' +
+             c.config.ToString() + '\t' + outcome + '\t' + FormatDouble(c.outcome == Outcome::kOk ? c.median_ns : 0) +
+             '\n';
+    }
+  }
+  return out;
+}
+
+Result<std::vector<StoredBucket>> ParseStoredBuckets(std::string_view text) {
+  std::vector<StoredBucket> out;
+  int line_no = 0;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    ++line_no;
+    if (line.empty() || line.front() == '#') continue;
+    std::vector<std::string_view> f;
+    while (true) {
+      const size_t tab = line.find('\t');
+      f.push_back(line.substr(0, tab));
+      if (tab == std::string_view::npos) break;
+      line.remove_prefix(tab + 1);
+    }
+    const std::string where = "line " + std::to_string(line_no);
+    if (f.size() != 7) return InvalidArgument(where + ": expected 7 tab-separated fields, got " + std::to_string(f.size()));
+    auto dtype = ParseDType(f[2]);
+    auto config = NamedInts::Parse(f[4]);
+    std::optional<Outcome> outcome;
+    std::string detail;
+    if (f[5] == "invalid_below_floor") {
+      outcome = Outcome::kInvalid;
+      detail = std::string(kBelowFloorDetail);
+    } else {
+      outcome = ParseOutcome(f[5]);
+    }
+    double median = 0;
+    const auto [ptr, ec] = std::from_chars(f[6].data(), f[6].data() + f[6].size(), median);
+    if (!dtype || !config || !outcome || ec != std::errc() || ptr != f[6].data() + f[6].size()) {
+      return InvalidArgument(where + ": malformed dtype, config, outcome or median_ns");
+    }
+    if (out.empty() || out.back().kernel != f[0] || out.back().hardware_key != f[1] || out.back().dtype != *dtype ||
+        out.back().bucket != f[3]) {
+      out.push_back(StoredBucket{std::string(f[0]), std::string(f[1]), *dtype, std::string(f[3]), 0, {}});
+    }
+    out.back().configs.push_back(StoredConfig{std::move(*config), *outcome, detail, median});
+  }
+  return out;
+}
+
+Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const SimulateOptions& options) {
+  if (options.budget_fraction <= 0 || options.budget_fraction > 1) {
+    return InvalidArgument("budget fraction must be in (0, 1]", "budget_fraction");
+  }
+  if (options.seeds < 1) return InvalidArgument("seeds must be >= 1", "seeds");
+  SimulateReport r;
+  r.options = options;
+  double strategy_runs = 0;
+  double random_runs = 0;
+  for (const StoredBucket& b : buckets) {
+    auto oracle = MakeOracle(b);
+    if (!oracle) return std::unexpected(oracle.error());
+    BucketSimulation s;
+    s.kernel = b.kernel;
+    s.hardware_key = b.hardware_key;
+    s.dtype = b.dtype;
+    s.bucket = b.bucket;
+    s.space_size = static_cast<int64_t>(oracle->space.size());
+    // Rounded up: 10% of a 48-config space is 5 evaluations, not 4.
+    s.budget = std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(options.budget_fraction * static_cast<double>(s.space_size) - 1e-9)));
+    s.optimum_ns = oracle->optimum_ns;
+    s.optimum = oracle->space.config(oracle->optimum);
+    s.strategy = Score(*oracle, options.strategy, options, s.budget);
+    s.random = Score(*oracle, Strategy::kRandom, options, s.budget);
+    r.strategy_bucket_fraction += s.strategy.mean_ratio >= options.threshold ? 1 : 0;
+    r.random_bucket_fraction += s.random.mean_ratio >= options.threshold ? 1 : 0;
+    r.strategy_mean_ratio += s.strategy.mean_ratio;
+    r.random_mean_ratio += s.random.mean_ratio;
+    strategy_runs += s.strategy.hit_fraction;
+    random_runs += s.random.hit_fraction;
+    r.buckets.push_back(std::move(s));
+  }
+  if (!r.buckets.empty()) {
+    const auto n = static_cast<double>(r.buckets.size());
+    r.strategy_bucket_fraction /= n;
+    r.random_bucket_fraction /= n;
+    r.strategy_mean_ratio /= n;
+    r.random_mean_ratio /= n;
+    r.strategy_run_fraction = strategy_runs / n;
+    r.random_run_fraction = random_runs / n;
+  }
+  return r;
+}
+
+AgreementReport CompareChoices(const std::vector<StoredBucket>& a, const std::vector<std::pair<std::string, Config>>& chosen_a,
+                               const std::vector<StoredBucket>& b, const std::vector<std::pair<std::string, Config>>& chosen_b,
+                               double tolerance) {
+  const auto median_of = [](const std::vector<StoredBucket>& sweep, const std::string& bucket,
+                            const Config& c) -> std::optional<double> {
+    for (const StoredBucket& sb : sweep) {
+      if (sb.bucket != bucket) continue;
+      for (const StoredConfig& sc : sb.configs) {
+        if (sc.config == c && sc.outcome == Outcome::kOk && sc.median_ns > 0) return sc.median_ns;
+      }
+    }
+    return std::nullopt;
+  };
+  AgreementReport r;
+  r.tolerance = tolerance;
+  int within = 0;
+  for (const auto& [bucket, ca] : chosen_a) {
+    const auto it = std::find_if(chosen_b.begin(), chosen_b.end(), [&](const auto& p) { return p.first == bucket; });
+    if (it == chosen_b.end()) continue;
+    const Config& cb = it->second;
+    BucketAgreement g{bucket, ca, cb, 0, 'B', false};
+    if (ca == cb) {
+      g.within = true;
+    } else if (auto xa = median_of(b, bucket, ca), xb = median_of(b, bucket, cb); xa && xb) {
+      g.slowdown = *xa / *xb - 1;
+    } else if (auto ya = median_of(a, bucket, ca), yb = median_of(a, bucket, cb); ya && yb) {
+      g.slowdown = *ya / *yb - 1;
+      g.judged_by = 'A';
+    } else {
+      r.unjudged.push_back(bucket);
+      continue;
+    }
+    g.within = std::fabs(g.slowdown) <= tolerance;
+    within += g.within ? 1 : 0;
+    r.buckets.push_back(std::move(g));
+  }
+  r.within_fraction = r.buckets.empty() ? 0 : static_cast<double>(within) / static_cast<double>(r.buckets.size());
+  return r;
+}
+
+AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
+                                 const std::vector<std::pair<std::string, Config>>& chosen_a,
+                                 const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
+                                 const TimingOptions& timing, double tolerance) {
+  AgreementReport r;
+  r.tolerance = tolerance;
+  int within = 0;
+  for (const auto& [bucket, ca] : chosen_a) {
+    const auto it = std::find_if(chosen_b.begin(), chosen_b.end(), [&](const auto& p) { return p.first == bucket; });
+    if (it == chosen_b.end()) continue;
+    BucketAgreement g{bucket, ca, it->second, 0, 'R', true};
+    if (ca != it->second) {
+      auto problem = spec.ProblemFromBucket(dtype, bucket);
+      if (!problem) {
+        r.unjudged.push_back(bucket);
+        continue;
+      }
+      const EvalRequest request{&spec, *problem, threads, 1, timing};
+      const auto t = evaluator.MeasureInterleaved(request, {ca, it->second});
+      if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk || t[1].median_ns <= 0) {
+        r.unjudged.push_back(bucket);
+        continue;
+      }
+      g.slowdown = t[0].median_ns / t[1].median_ns - 1;
+      g.within = std::fabs(g.slowdown) <= tolerance;
+    }
+    within += g.within ? 1 : 0;
+    r.buckets.push_back(std::move(g));
+  }
+  r.within_fraction = r.buckets.empty() ? 0 : static_cast<double>(within) / static_cast<double>(r.buckets.size());
+  return r;
+}
+
+}  // namespace blocktune::tuner
