@@ -7,6 +7,8 @@
 #   deploy/retune-tables.sh [--kernels matmul,flash_attention,...] [--threads 1,2]
 #                           [--dtypes f32,bf16] [--rt] [--db FILE (default var/retune.db)] [--no-generate]
 #
+# Workers run in the normal scheduling class here (--worker-sched normal), not the daemon's
+# default SCHED_IDLE, so a retune measures at full speed.
 # --rt runs the daemon under SCHED_FIFO (chrt -f 10; root or CAP_SYS_NICE) so builds or other
 # jobs on a shared machine do not leak into the timings; see docs/performance.md. Time on the
 # 2-core development VM: matmul f32 ~9 min at 1 thread and ~7 at 2; all kernels, both dtypes
@@ -41,7 +43,7 @@ db=${db:-var/retune.db}
 mkdir -p "$(dirname "$db")"
 trap 'kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -rf "$work"' EXIT
 "${rt[@]}" build/server/blocktuned --db "$db" --port 0 --port-file "$work/port" \
-  --token-file "$work/token" --log-level warn >"$work/daemon.log" 2>&1 &
+  --token-file "$work/token" --worker-sched normal --log-level warn >"$work/daemon.log" 2>&1 &
 daemon=$!
 for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
 [[ -s $work/port ]] || { cat "$work/daemon.log" >&2; exit 1; }

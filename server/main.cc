@@ -77,6 +77,11 @@ int main(int argc, char** argv) {
   app.add_option("--worker", worker_options.worker_path, "worker executable; default: blocktune-worker next to blocktuned");
   app.add_option("--worker-timeout-s", worker_options.timeout_s, "per-config time limit in seconds; 0 = derived from the config's expected cost, at least 10 s")
       ->capture_default_str()->check(CLI::Range(0.0, 1e7));
+  std::string worker_sched = "idle";
+  app.add_option("--worker-sched", worker_sched,
+                 "scheduling class of worker processes: idle (SCHED_IDLE: lookups always preempt measurements; "
+                 "disturbed timings are re-timed or recorded unstable) or normal (a dedicated tuning box)")
+      ->capture_default_str()->check(CLI::IsMember({"idle", "normal"}));
   app.add_option("--worker-memory-mb", worker_memory_mb, "worker address-space limit (RLIMIT_AS) in MiB; 0 = half the physical memory, -1 = none")
       ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
@@ -114,6 +119,7 @@ int main(int argc, char** argv) {
   }
 
   worker_options.memory_limit_bytes = worker_memory_mb < 0 ? -1 : worker_memory_mb << 20;
+  worker_options.sched_idle = worker_sched == "idle";
   if (!in_process) {
     auto worker_path = tuner::LocateWorker(worker_options.worker_path);
     if (!worker_path) {

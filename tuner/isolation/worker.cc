@@ -1,6 +1,7 @@
 // Worker process body; see worker.h.
 #include "tuner/isolation/worker.h"
 
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -75,15 +76,18 @@ int RunWorker(int argc, char** argv, const KernelLookup& lookup) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   int64_t parent_pid = -1;
   int64_t memory_limit_bytes = 0;
+  bool sched_idle = false;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--parent-pid" && i + 1 < argc && ParseInt(argv[i + 1], parent_pid)) {
       ++i;
     } else if (arg == "--memory-limit-bytes" && i + 1 < argc && ParseInt(argv[i + 1], memory_limit_bytes)) {
       ++i;
+    } else if (arg == "--sched-idle") {
+      sched_idle = true;
     } else {
       std::fprintf(stderr,
-                   "usage: %s --parent-pid PID [--memory-limit-bytes N]\n"
+                   "usage: %s --parent-pid PID [--memory-limit-bytes N] [--sched-idle]\n"
                    "blocktune's measurement worker; started by blocktuned, not by hand.\n",
                    argv[0]);
       return kWorkerExitUsage;
@@ -100,6 +104,15 @@ int RunWorker(int argc, char** argv, const KernelLookup& lookup) {
     return kWorkerExitUsage;
   }
 
+  if (sched_idle) {
+    // SCHED_IDLE: any runnable normal thread (an HTTP worker answering a lookup) preempts this
+    // process at once; the measurement it disturbs shows up as spread and is re-timed or
+    // recorded `unstable`, never silently kept.
+    const sched_param none{};
+    if (sched_setscheduler(0, SCHED_IDLE, &none) != 0) {
+      std::fprintf(stderr, "%s: sched_setscheduler(SCHED_IDLE) failed: %s\n", argv[0], std::strerror(errno));
+    }
+  }
   const rlimit no_core{0, 0};
   setrlimit(RLIMIT_CORE, &no_core);
   if (memory_limit_bytes > 0) {

@@ -238,7 +238,9 @@ Status WorkerEvaluator::Spawn() {
   const std::string parent = std::to_string(getpid());
   const std::string limit = std::to_string(std::max<int64_t>(options_.memory_limit_bytes, 0));
   std::vector<char*> argv = {resolved_path_.data(), const_cast<char*>("--parent-pid"), const_cast<char*>(parent.c_str()),
-                             const_cast<char*>("--memory-limit-bytes"), const_cast<char*>(limit.c_str()), nullptr};
+                             const_cast<char*>("--memory-limit-bytes"), const_cast<char*>(limit.c_str())};
+  if (options_.sched_idle) argv.push_back(const_cast<char*>("--sched-idle"));
+  argv.push_back(nullptr);
   // The daemon's environment minus its API token: a worker runs kernels, not HTTP requests.
   std::vector<char*> env;
   for (char** e = environ; *e != nullptr; ++e) {

@@ -41,6 +41,10 @@ struct WorkerOptions {
   // How long a fresh worker may take to say it is ready (exec, loading, set-up). Not charged to
   // any config: a worker that misses it is killed and the spawn fails.
   double startup_timeout_s = 30;
+  // Run the worker under SCHED_IDLE, so that anything else runnable on the machine (the
+  // daemon's lookups above all) preempts the kernel being measured at once. The daemon turns
+  // it on by default (--worker-sched); timings disturbed that way are caught by the CV check.
+  bool sched_idle = false;
   // RLIMIT_AS of the worker in bytes; 0 = half the machine's physical memory (at least 2 GiB),
   // negative = no limit.
   int64_t memory_limit_bytes = 0;
