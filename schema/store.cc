@@ -433,31 +433,38 @@ Status Store::RequeueRunningSweeps() {
   return conn_.Exec(kRequeueRunningSql);
 }
 
+// The measurement row and its samples (inside the caller's transaction, with mu_ held); sets
+// m.id and m.created_at. Shared by the whole-sweep and the per-task record paths.
+Status Store::InsertMeasurementRows(tuner::Measurement& m) {
+  auto st = conn_.Prepare(kInsertMeasurementSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, m.sweep_id).Bind(2, m.bucket).Bind(3, m.problem.dims.ToString()).Bind(4, m.config.ToString());
+  st->Bind(5, tuner::OutcomeName(m.outcome)).Bind(6, m.detail).Bind(7, m.iterations);
+  if (m.outcome == tuner::Outcome::kOk) {
+    st->Bind(8, m.median_ns).Bind(9, m.cv);
+  } else {
+    st->BindNull(8).BindNull(9);
+  }
+  st->Bind(10, m.max_abs_err).Bind(11, m.max_rel_err);
+  auto row = st->Step();
+  if (!row) return std::unexpected(row.error());
+  m.id = st->Int(0);
+  m.created_at = st->Text(1);
+  *st = Statement();  // finish the RETURNING statement before the next one
+  auto ins = conn_.Prepare(kInsertSampleSql);
+  if (!ins) return std::unexpected(ins.error());
+  for (size_t i = 0; i < m.samples_ns.size(); ++i) {
+    ins->Reset();
+    ins->Bind(1, m.id).Bind(2, static_cast<int64_t>(i)).Bind(3, m.samples_ns[i]);
+    if (auto s = ins->Run(); !s) return s;
+  }
+  return {};
+}
+
 Status Store::RecordMeasurement(tuner::Measurement& m, int64_t done, int64_t total) {
   std::lock_guard lock(mu_);
   return InTransaction([&]() -> Status {
-    auto st = conn_.Prepare(kInsertMeasurementSql);
-    if (!st) return std::unexpected(st.error());
-    st->Bind(1, m.sweep_id).Bind(2, m.bucket).Bind(3, m.problem.dims.ToString()).Bind(4, m.config.ToString());
-    st->Bind(5, tuner::OutcomeName(m.outcome)).Bind(6, m.detail).Bind(7, m.iterations);
-    if (m.outcome == tuner::Outcome::kOk) {
-      st->Bind(8, m.median_ns).Bind(9, m.cv);
-    } else {
-      st->BindNull(8).BindNull(9);
-    }
-    st->Bind(10, m.max_abs_err).Bind(11, m.max_rel_err);
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    m.id = st->Int(0);
-    m.created_at = st->Text(1);
-    *st = Statement();  // finish the RETURNING statement before the next one
-    auto ins = conn_.Prepare(kInsertSampleSql);
-    if (!ins) return std::unexpected(ins.error());
-    for (size_t i = 0; i < m.samples_ns.size(); ++i) {
-      ins->Reset();
-      ins->Bind(1, m.id).Bind(2, static_cast<int64_t>(i)).Bind(3, m.samples_ns[i]);
-      if (auto s = ins->Run(); !s) return s;
-    }
+    if (auto s = InsertMeasurementRows(m); !s) return s;
     auto prog = conn_.Prepare(kUpdateProgressSql);
     if (!prog) return std::unexpected(prog.error());
     prog->Bind(1, done).Bind(2, total).Bind(3, m.sweep_id);
@@ -786,28 +793,7 @@ Result<SweepRecord> Store::CancelSweep(int64_t id) {
 Status Store::RecordTaskMeasurement(tuner::Measurement& m, int64_t task_id, int64_t task_total) {
   std::lock_guard lock(mu_);
   return InTransaction([&]() -> Status {
-    auto st = conn_.Prepare(kInsertMeasurementSql);
-    if (!st) return std::unexpected(st.error());
-    st->Bind(1, m.sweep_id).Bind(2, m.bucket).Bind(3, m.problem.dims.ToString()).Bind(4, m.config.ToString());
-    st->Bind(5, tuner::OutcomeName(m.outcome)).Bind(6, m.detail).Bind(7, m.iterations);
-    if (m.outcome == tuner::Outcome::kOk) {
-      st->Bind(8, m.median_ns).Bind(9, m.cv);
-    } else {
-      st->BindNull(8).BindNull(9);
-    }
-    st->Bind(10, m.max_abs_err).Bind(11, m.max_rel_err);
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    m.id = st->Int(0);
-    m.created_at = st->Text(1);
-    *st = Statement();
-    auto ins = conn_.Prepare(kInsertSampleSql);
-    if (!ins) return std::unexpected(ins.error());
-    for (size_t i = 0; i < m.samples_ns.size(); ++i) {
-      ins->Reset();
-      ins->Bind(1, m.id).Bind(2, static_cast<int64_t>(i)).Bind(3, m.samples_ns[i]);
-      if (auto s = ins->Run(); !s) return s;
-    }
+    if (auto s = InsertMeasurementRows(m); !s) return s;
     auto bump = conn_.Prepare(kBumpProgressSql);
     if (!bump) return std::unexpected(bump.error());
     bump->Bind(1, m.sweep_id);

@@ -186,6 +186,7 @@ class Store {
   explicit Store(Connection conn) : conn_(std::move(conn)) {}
   Status Migrate();
   Status InTransaction(const std::function<Status()>& body);
+  Status InsertMeasurementRows(tuner::Measurement& m);
 
   std::mutex mu_;
   Connection conn_;
