@@ -121,6 +121,15 @@ bool Flat(const Json& v) {
 }
 }  // namespace
 
+int PrintReply(const Common& c, const HttpReply& reply) {
+  if (c.json) {
+    std::printf("%s\n", reply.text.c_str());
+  } else {
+    PrintHuman(reply.body);
+  }
+  return 0;
+}
+
 void PrintHuman(const Json& j, int indent) {
   const std::string pad(static_cast<size_t>(indent), ' ');
   if (j.is_array()) {

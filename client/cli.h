@@ -60,6 +60,8 @@ std::expected<HttpReply, int> Call(const Common& c, const std::string& method, c
 // Prints any JSON value for people: objects as aligned "key  value" lines, arrays of objects as
 // blocks separated by blank lines. Keys come from the document, so no key is spelled here.
 void PrintHuman(const Json& j, int indent = 0);
+// A successful reply: the server's JSON verbatim with --json, PrintHuman otherwise; returns 0.
+int PrintReply(const Common& c, const HttpReply& reply);
 
 // Registers sweep, sweeps, lookup, kernels, hardware, tuned, override, tables download, backup,
 // health and metrics. Returns the exit code of the command that parsed, or -1 if none did.

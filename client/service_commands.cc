@@ -236,12 +236,7 @@ int RunLookup(const Common& c, const LookupArgs& a) {
     o.body = wire::Dump(wire::EncodeBatchLookupRequest(*queries));
     auto got = Call(c, "POST", "/v1/lookup", o);
     if (!got) return got.error();
-    if (c.json) {
-      std::printf("%s\n", got->text.c_str());
-    } else {
-      PrintHuman(got->body);
-    }
-    return 0;
+    return PrintReply(c, *got);
   }
   if (a.kernel.empty() || a.shape.empty()) return Fail(kExitUsage, "lookup needs KERNEL and --shape (or --batch FILE)");
   auto dims = ParseShape(a.shape);
@@ -267,12 +262,7 @@ int RunLookup(const Common& c, const LookupArgs& a) {
 int Show(const Common& c, const std::string& path) {
   auto got = Call(c, "GET", path);
   if (!got) return got.error();
-  if (c.json) {
-    std::printf("%s\n", got->text.c_str());
-  } else {
-    PrintHuman(got->body);
-  }
-  return 0;
+  return PrintReply(c, *got);
 }
 
 struct SweepsArgs {
@@ -378,12 +368,7 @@ int RunOverrideSet(const Common& c, const OverrideArgs& a) {
   opt.body = wire::Dump(wire::EncodeOverrideRequest(o));
   auto got = Call(c, "POST", "/v1/overrides", opt);
   if (!got) return got.error();
-  if (c.json) {
-    std::printf("%s\n", got->text.c_str());
-  } else {
-    PrintHuman(got->body);
-  }
-  return 0;
+  return PrintReply(c, *got);
 }
 
 int RunOverrideList(const Common& c) {
@@ -445,12 +430,7 @@ int RunBackup(const Common& c, const std::string& db, const std::string& out) {
   if (db.empty()) {
     auto got = Call(c, "POST", "/v1/backup");
     if (!got) return got.error();
-    if (c.json) {
-      std::printf("%s\n", got->text.c_str());
-    } else {
-      PrintHuman(got->body);
-    }
-    return 0;
+    return PrintReply(c, *got);
   }
   if (out.empty()) return Fail(kExitUsage, "backup --db needs --out FILE");
   if (access(db.c_str(), R_OK) != 0) return Fail(kExitDatabase, "cannot read database " + db);
