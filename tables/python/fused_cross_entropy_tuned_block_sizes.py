@@ -36,9 +36,9 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "b2048_h1024_v16384_backward0"): ({"block_b": 192, "block_h": 1024, "block_v": 512}, 606230581.0, 5, 4, 3499),
     ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "b1024_h512_v8192_backward0"): ({"block_b": 48, "block_h": 1024, "block_v": 1024}, 28488507.0, 5, 8, 3585),
     ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "b1024_h512_v8192_backward1"): ({"block_b": 96, "block_h": 256, "block_v": 1024}, 119806757.0, 5, 8, 3602),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward0"): ({"block_b": 48, "block_h": 512, "block_v": 1024}, 51412199.0, 5, 8, 3924),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward1"): ({"block_b": 384, "block_h": 128, "block_v": 1024}, 1.979738e+08, 5, 8, 3938),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0"): ({"block_b": 288, "block_h": 1024, "block_v": 2048}, 383179889.0, 5, 8, 3986),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward0"): ({"block_b": 288, "block_h": 256, "block_v": 1024}, 30529509.0, 5, 17, 3968),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward1"): ({"block_b": 288, "block_h": 256, "block_v": 512}, 120025042.0, 5, 17, 4001),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0"): ({"block_b": 192, "block_h": 512, "block_v": 512}, 236995641.0, 5, 17, 4036),
 }
 
 

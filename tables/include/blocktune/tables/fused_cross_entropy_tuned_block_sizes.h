@@ -51,9 +51,9 @@ inline constexpr std::array<Row, 10> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "b2048_h1024_v16384_backward0", {192, 1024, 512}, 606230581.0, 5, 4, 3499},
     {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 28488507.0, 5, 8, 3585},
     {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "b1024_h512_v8192_backward1", {96, 256, 1024}, 119806757.0, 5, 8, 3602},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward0", {48, 512, 1024}, 51412199.0, 5, 8, 3924},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward1", {384, 128, 1024}, 1.979738e+08, 5, 8, 3938},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0", {288, 1024, 2048}, 383179889.0, 5, 8, 3986},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward0", {288, 256, 1024}, 30529509.0, 5, 17, 3968},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward1", {288, 256, 512}, 120025042.0, 5, 17, 4001},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0", {192, 512, 512}, 236995641.0, 5, 17, 4036},
 }};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
