@@ -231,29 +231,6 @@ thread_local ScratchBuffer t_a_pack;
 thread_local ScratchBuffer t_b_pack;
 thread_local ScratchBuffer t_a_f32;  // bf16 lhs rows widened to f32 before packing
 
-// Packs kb x nb of B (leading dim ldb) into micro-panels of tile_cols columns (kb steps of
-// tile_cols floats each), zero-padded on the right so the micro-kernel's padded lanes multiply
-// zeros, not stale (possibly denormal) floats. bf16 rows are widened by `convert`. Rows are
-// read in order and scattered over the micro-panels, as matmul.cc's PackB does (a column strip
-// at a time touches a new page every tile_cols floats when n is large).
-template <typename T>
-void PackB(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, ConvertFn convert, float* dst) {
-  const int64_t panel_floats = kb * tile_cols;
-  for (int64_t p = 0; p < kb; ++p) {
-    const T* s = b + p * ldb;
-    float* d = dst + p * tile_cols;
-    for (int64_t j = 0; j < nb; j += tile_cols, d += panel_floats) {
-      const int64_t cols = std::min<int64_t>(tile_cols, nb - j);
-      if constexpr (sizeof(T) == 4) {
-        std::memcpy(d, s + j, sizeof(float) * static_cast<size_t>(cols));
-      } else {
-        convert(s + j, d, cols);
-      }
-      if (cols < tile_cols) std::memset(d + cols, 0, sizeof(float) * static_cast<size_t>(tile_cols - cols));
-    }
-  }
-}
-
 // One unit of work: rows [row_begin, row_end) of one group times columns [col_begin, col_end).
 struct Item {
   int64_t group = 0;
@@ -335,7 +312,7 @@ void RunItem(const IsaOps& ops, const GroupedMatmulBlockSizes& bs, const Grouped
   for (int64_t pc = 0; pc < k; pc += kc) {
     const int64_t kb = std::min(kc, k - pc);
     const bool accumulate = pc > 0;
-    PackB(b + pc * n, n, kb, nb, nr, ops.convert, b_pack);
+    matmul_internal::PackBRows(b + pc * n, n, kb, nb, nr, ops.convert, b_pack);  // bf16: the ISA's widener
     for (int64_t ic = 0; ic < rows; ic += bs.tile_m) {
       const int64_t mb = std::min(bs.tile_m, rows - ic);
       for (int64_t ir = 0; ir < mb; ir += mr) {

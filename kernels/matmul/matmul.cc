@@ -54,28 +54,14 @@ thread_local ScratchBuffer t_b_buffer;
 inline float Widen(float x) { return x; }
 inline float Widen(BF16 x) { return BF16ToFloat(x); }
 
-// Packs kb x nb of B (leading dimension ldb) into micro-panels of tile_cols columns, each kb
-// steps of tile_cols floats, zero-padded on the right (padding is computed, never stored, but
-// zeros avoid denormal garbage slowing the FMAs). Rows of B are read in order, each scattered
-// over the nb / tile_cols micro-panels: walking one micro-panel's column strip instead would
-// touch a new page every tile_cols floats (an 8 KiB stride at n = 2048), which measured 5-8% of
-// a 2048^3 product in TLB and prefetcher misses.
+// B's packing (matmul_internal::PackBRows); bf16 is widened element by element.
 template <typename T>
 void PackB(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, float* dst) {
-  const int64_t panel_floats = kb * tile_cols;
-  for (int64_t p = 0; p < kb; ++p) {
-    const T* s = b + p * ldb;
-    float* d = dst + p * tile_cols;
-    for (int64_t j = 0; j < nb; j += tile_cols, d += panel_floats) {
-      const int64_t cols = std::min<int64_t>(tile_cols, nb - j);
-      if constexpr (std::is_same_v<T, float>) {
-        std::memcpy(d, s + j, sizeof(float) * static_cast<size_t>(cols));
-      } else {
-        for (int64_t q = 0; q < cols; ++q) d[q] = Widen(s[j + q]);
-      }
-      if (cols < tile_cols) std::memset(d + cols, 0, sizeof(float) * static_cast<size_t>(tile_cols - cols));
-    }
-  }
+  matmul_internal::PackBRows(b, ldb, kb, nb, tile_cols,
+                             [](const T* src, float* d, int64_t n) {
+                               for (int64_t q = 0; q < n; ++q) d[q] = Widen(src[q]);
+                             },
+                             dst);
 }
 
 // Packs rows x kc of A into one micro-panel (dst[p*tile_rows + r]); f32 uses the ISA's packer.
