@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "kernels/core/random.h"
@@ -61,9 +62,9 @@ class FlashAttentionInstance final : public KernelInstance {
     q_.resize(size_t(q_elems));
     k_.resize(size_t(kv_elems));
     v_.resize(size_t(kv_elems));
-    o_.resize(size_t(q_elems));
+    o_.resize(size_t(q_elems + kGuardFloats));
     o_ref_.resize(size_t(q_elems));
-    lse_.resize(size_t(rows));
+    lse_.resize(size_t(rows + kGuardFloats));
     lse_ref_.resize(size_t(rows));
     SplitMix64 rng(seed);
     for (auto* x : {&q_, &k_, &v_}) {
@@ -103,8 +104,8 @@ class FlashAttentionInstance final : public KernelInstance {
   // also gives -inf both are compared as 0 (Compare counts any non-finite output as wrong).
   VerifyReport Verify() const override {
     const Tolerance tol = FlashAttentionTolerance(shape_);
-    const VerifyReport ro = Compare(o_.data(), o_ref_.data(), int64_t(o_.size()), tol);
-    std::vector<float> lse = lse_, lse_ref = lse_ref_;
+    const VerifyReport ro = Compare(o_.data(), o_ref_.data(), int64_t(o_ref_.size()), tol);
+    std::vector<float> lse(lse_.begin(), lse_.begin() + std::ptrdiff_t(lse_ref_.size())), lse_ref = lse_ref_;
     for (size_t i = 0; i < lse.size(); ++i) {
       if (std::isinf(lse[i]) && lse[i] < 0 && std::isinf(lse_ref[i]) && lse_ref[i] < 0) lse[i] = lse_ref[i] = 0;
     }
@@ -119,10 +120,24 @@ class FlashAttentionInstance final : public KernelInstance {
     return r;
   }
 
+  WatchedMemory Watched() override {
+    WatchedMemory w;
+    if (dtype_ == DType::kBF16) {
+      for (const auto* x : {&q16_, &k16_, &v16_}) w.inputs.push_back(std::as_bytes(std::span<const uint16_t>(*x)));
+    } else {
+      for (const auto* x : {&q_, &k_, &v_}) w.inputs.push_back(std::as_bytes(std::span<const float>(*x)));
+    }
+    w.output_guards = {std::as_writable_bytes(std::span<float>(o_).subspan(o_ref_.size())),
+                       std::as_writable_bytes(std::span<float>(lse_).subspan(lse_ref_.size()))};
+    return w;
+  }
+
  private:
   FlashAttentionShape shape_;
   DType dtype_;
-  std::vector<float> q_, k_, v_, o_, o_ref_, lse_, lse_ref_;
+  // 16 floats (one widest vector store) after O and after LSE for the verifier's canaries.
+  static constexpr int64_t kGuardFloats = 16;
+  std::vector<float> q_, k_, v_, o_, o_ref_, lse_, lse_ref_;  // o_, lse_ end in the guard
   std::vector<uint16_t> q16_, k16_, v16_;
 };
 

@@ -325,6 +325,31 @@ TEST(VerifyConfig, GroupedMatmulPassesItsWatchedMemoryChecks) {
   }
 }
 
+// flash_attention declares Q, K, V and guards after O and LSE; every config of a causal GQA
+// bucket passes the canary and checksum checks, f32 and bf16.
+TEST(VerifyConfig, FlashAttentionPassesItsWatchedMemoryChecks) {
+  const KernelSpec* spec = FindKernel("flash_attention");
+  ASSERT_NE(spec, nullptr);
+  const HardwareProfile hw = HardwareProfile::Detect(1);
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    const Problem bucket{dtype, NamedInts({{"batch", 1}, {"heads", 4}, {"kv_heads", 2}, {"seq_q", 128},
+                                           {"seq_kv", 128}, {"head_dim", 64}, {"causal", 1}})};
+    auto inst = spec->MakeInstance(bucket, 1);
+    const WatchedMemory w = inst->Watched();
+    EXPECT_EQ(w.inputs.size(), 3u);
+    ASSERT_EQ(w.output_guards.size(), 2u);
+    EXPECT_EQ(w.output_guards[0].size(), 64u);
+    int checked = 0;
+    for (const Config& c : spec->ConfigSpace()) {
+      if (!spec->ValidateConfig(c, bucket, hw)) continue;
+      Measurement m;
+      EXPECT_TRUE(VerifyConfig(*spec, c, bucket, 1, m)) << DTypeName(dtype) << " " << c.ToString() << ": " << m.detail;
+      ++checked;
+    }
+    EXPECT_GT(checked, 0);
+  }
+}
+
 TEST(VerifyConfig, MatmulDeclaresWatchedMemoryAndPassesItsChecks) {
   const KernelSpec& spec = kernels::MatmulSpec();
   auto inst = spec.MakeInstance(Problem{DType::kF32, NamedInts({{"m", 13}, {"n", 37}, {"k", 5}})}, 1);
