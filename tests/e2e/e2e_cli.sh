@@ -6,13 +6,7 @@
 set -euo pipefail
 build=$1
 bt=$build/client/blocktune
-work=$(mktemp -d)
-daemon_pid=
-cleanup() {
-  if [[ -n $daemon_pid ]]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/lib.sh"
 expect_rc() {  # expect_rc CODE command...
   local want=$1 rc=0
   shift
@@ -45,11 +39,8 @@ expect_rc 3 "$build/server/blocktuned" --port 0 --db "$work/dmg/blocktune.db"
 grep -qi "integrity\|malformed\|corrupt" "$work/err" "$work/out" || { echo "FAIL: no integrity message"; cat "$work/err"; exit 1; }
 [[ $(sha256sum "$work/dmg/blocktune.db") == "$sum_before" ]] || { echo "FAIL: damaged database was modified"; exit 1; }
 
-"$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$work/db/blocktune.db" \
-  --min-repetition-ms 1 --repetitions 2 --log-level warn >"$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 200); do [[ -s $work/port ]] && break; sleep 0.05; done
-s=(--server "http://127.0.0.1:$(cat "$work/port")" --token-file "$work/db/token")
+StartDaemon --min-repetition-ms 1 --repetitions 2 --log-level warn
+s=(--server "$url" --token-file "$work/db/token")
 
 expect_rc 0 "$bt" health "${s[@]}"
 expect_rc 0 "$bt" sweep matmul --shape m=16,n=16,k=16 --strategy random --budget 2 --idempotency-key k1 --json "${s[@]}"

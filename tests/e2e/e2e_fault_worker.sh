@@ -7,25 +7,13 @@
 # Usage: e2e_fault_worker.sh BUILD_DIR
 set -euo pipefail
 build=$1
-work=$(mktemp -d)
-daemon_pid=
-cleanup() {
-  if [[ -n $daemon_pid ]]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/lib.sh"
 
 # block_n=128 with four block_m values: 4 x 5 block_k = 20 faulty configs of ~180.
 export BLOCKTUNE_FAULT_INJECT="block_m=48,block_n=128:segfault;block_m=96,block_n=128:spin;block_m=144,block_n=128:abort;block_m=192,block_n=128:exit_without_result"
 timeout_s=1
-"$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$work/db/blocktune.db" \
-  --worker "$build/tests/blocktune-fault-worker" --worker-timeout-s $timeout_s --worker-memory-mb 1024 \
-  --min-repetition-ms 1 --repetitions 2 --log-level error >"$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
-[[ -s $work/port ]] || { echo "daemon did not start"; cat "$work/daemon.log"; exit 1; }
-url="http://127.0.0.1:$(cat "$work/port")"
-token=$(cat "$work/db/token")
+StartDaemon --worker "$build/tests/blocktune-fault-worker" --worker-timeout-s $timeout_s --worker-memory-mb 1024 \
+  --min-repetition-ms 1 --repetitions 2 --log-level error
 
 id=$(curl -fsS -X POST "$url/v1/sweeps" -H "Authorization: Bearer $token" \
   -d '{"kernel":"matmul","shapes":[{"m":64,"n":64,"k":64}],"threads":1}' | sed -n 's/.*"id":\([0-9]*\).*/\1/p')

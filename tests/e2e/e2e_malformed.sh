@@ -8,19 +8,9 @@ build=$1
 count=${2:-10000}
 seed=${3:-1}
 here=$(cd "$(dirname "$0")" && pwd)
-work=$(mktemp -d)
-daemon_pid=
-cleanup() {
-  if [[ -n $daemon_pid ]]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-"$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$work/db/blocktune.db" \
-  --min-repetition-ms 1 --repetitions 2 --log-level error >"$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 200); do [[ -s $work/port ]] && break; sleep 0.05; done
-[[ -s $work/port ]] || { echo "daemon did not start"; cat "$work/daemon.log"; exit 1; }
-python3 "$here/malformed_corpus.py" "$(cat "$work/port")" "$(cat "$work/db/token")" "$count" "$seed"
+source "$(dirname "$0")/lib.sh"
+StartDaemon --min-repetition-ms 1 --repetitions 2 --log-level error
+python3 "$here/malformed_corpus.py" "$port" "$token" "$count" "$seed"
 kill -0 "$daemon_pid" || { echo "FAIL: daemon died"; cat "$work/daemon.log"; exit 1; }
 if grep -q "unhandled exception" "$work/daemon.log"; then echo "FAIL: unhandled exception logged"; exit 1; fi
 echo "PASS"

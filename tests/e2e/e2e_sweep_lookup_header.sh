@@ -7,21 +7,9 @@
 set -euo pipefail
 build=$1
 cxx=${2:-c++}
-work=$(mktemp -d)
-daemon_pid=
-cleanup() {
-  if [[ -n $daemon_pid ]]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+source "$(dirname "$0")/lib.sh"
 
-"$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$work/db/blocktune.db" \
-  --min-repetition-ms 2 --repetitions 3 --log-level warn >"$work/daemon.log" 2>&1 &
-daemon_pid=$!
-for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
-[[ -s $work/port ]] || { echo "daemon did not start"; cat "$work/daemon.log"; exit 1; }
-port=$(cat "$work/port")
-url="http://127.0.0.1:$port"
+StartDaemon --min-repetition-ms 2 --repetitions 3 --log-level warn
 
 curl -fsS "$url/healthz" | grep -q '"ok"'
 

@@ -1,0 +1,25 @@
+# Shared by the e2e scripts (sourced, not run): a temporary work folder removed on exit with
+# the daemon the script started, and StartDaemon, which runs blocktuned on a free port with
+# its database in $work/db and waits until it listens.
+#   source "$(dirname "$0")/lib.sh"   (after `build` is set)
+work=$(mktemp -d)
+daemon_pid=
+cleanup() {
+  if [[ -n $daemon_pid ]]; then kill "$daemon_pid" 2>/dev/null || true; wait "$daemon_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# StartDaemon [blocktuned flags...]: sets daemon_pid, port, url and token; exits 1 with the
+# daemon's log if it does not listen within 10 s.
+StartDaemon() {
+  rm -f "$work/port"
+  "$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$work/db/blocktune.db" "$@" \
+    >"$work/daemon.log" 2>&1 &
+  daemon_pid=$!
+  for _ in $(seq 200); do [[ -s $work/port ]] && break; sleep 0.05; done
+  [[ -s $work/port ]] || { echo "daemon did not start"; cat "$work/daemon.log"; exit 1; }
+  port=$(cat "$work/port")
+  url="http://127.0.0.1:$port"
+  token=$(cat "$work/db/token")
+}
