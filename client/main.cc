@@ -217,7 +217,7 @@ int RunBench(const Common& c, const BenchArgs& a) {
   } else if (a.config == "tuned") {
     auto rows = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
     if (!rows) return Fail(kExitFailed, "checked-in table: " + rows.error().ToString());
-    auto ans = tuner::Lookup(*spec, *rows, tuner::LookupQuery{*dtype, *dims, hw.Key()});
+    auto ans = tuner::Lookup(*spec, *rows, tuner::LookupQuery{*dtype, *dims, hw.Key(), std::nullopt});
     if (!ans) return Fail(kExitUsage, ans.error().ToString());
     config = ans->config;
     source = std::string(tables::SourceName(ans->source));
