@@ -553,8 +553,10 @@ int main(int argc, char** argv) {
                            "gets each config's lowest median)");
   simulate_cmd->add_option("--data", simulate.data, "tab-separated export (see --export) instead of --db");
   simulate_cmd->add_option("--kernel", simulate.kernel, "only this kernel (default: all)");
-  simulate_cmd->add_option("--strategy", simulate.strategy, "strategy to score")
-      ->capture_default_str()->check(CLI::IsMember({"random", "anneal", "surrogate"}));
+  simulate_cmd->add_option("--strategy", simulate.strategy,
+                           "strategy to score (transfer: each bucket's prior is every other bucket of the same kernel, "
+                           "hardware and dtype in the data)")
+      ->capture_default_str()->check(CLI::IsMember({"random", "anneal", "surrogate", "transfer"}));
   simulate_cmd->add_option("--budget-fraction", simulate.budget_fraction, "evaluations as a fraction of each bucket's space")
       ->capture_default_str()->check(CLI::Range(0.001, 1.0));
   simulate_cmd->add_option("--seeds", simulate.seeds, "runs per bucket (seeds 1..N)")->capture_default_str()->check(CLI::Range(1, 100000));

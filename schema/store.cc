@@ -138,6 +138,14 @@ constexpr char kMeasurementColumns[] =
     "SELECT id, sweep_id, bucket, problem, config, outcome, detail, iterations, COALESCE(median_ns, 0), "
     "COALESCE(cv, 0), COALESCE(max_abs_err, 0), COALESCE(max_rel_err, 0), created_at FROM measurements ";
 constexpr char kSelectMeasurementPageSql[] = "WHERE sweep_id = ? AND id > ? ORDER BY id LIMIT ?";
+// The transfer prior of sweep ?: passing measurements of earlier sweeps of the same kernel,
+// dtype, hardware, thread count and bucketing, made before this sweep was created (so the
+// prior, and with it the strategy's choices, are the same when the sweep resumes).
+constexpr char kSelectPriorSql[] =
+    "WHERE outcome = 'ok' AND median_ns > 0 AND created_at <= (SELECT created_at FROM sweeps WHERE id = ?1) "
+    "AND sweep_id IN (SELECT o.id FROM sweeps o JOIN sweeps s ON s.id = ?1 WHERE o.id < s.id AND "
+    "o.kernel = s.kernel AND o.dtype = s.dtype AND o.hardware_id = s.hardware_id AND o.threads = s.threads AND "
+    "o.bucket_version = s.bucket_version) ORDER BY id";
 constexpr char kSelectSamplesRangeSql[] =
     "SELECT measurement_id, ns_per_iteration FROM samples WHERE measurement_id BETWEEN ? AND ? "
     "ORDER BY measurement_id, repetition";
@@ -835,6 +843,23 @@ Result<SweepProgress> Store::GetProgress(int64_t sweep_id) {
   if (!counts) return std::unexpected(counts.error());
   p.by_outcome = std::move(*counts);
   return p;
+}
+
+Result<std::vector<tuner::Measurement>> Store::ListPriorMeasurements(int64_t sweep_id) {
+  std::lock_guard lock(mu_);
+  auto st = conn_.Prepare(std::string(kMeasurementColumns) + kSelectPriorSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, sweep_id);
+  std::vector<tuner::Measurement> out;
+  while (true) {
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto m = ReadMeasurement(*st);
+    if (!m) return std::unexpected(m.error());
+    out.push_back(std::move(*m));
+  }
+  return out;
 }
 
 Result<std::vector<tuner::Measurement>> Store::ListMeasurementsPage(int64_t sweep_id, int64_t after_id,

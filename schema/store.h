@@ -121,6 +121,9 @@ class Store {
   // Inserts the measurement and its samples and updates the sweep's progress, atomically.
   Status RecordMeasurement(tuner::Measurement& m, int64_t done, int64_t total);
   Result<std::vector<tuner::Measurement>> ListMeasurements(int64_t sweep_id, const std::string& bucket);
+  // Passing measurements (no samples) of earlier sweeps with this sweep's kernel, dtype,
+  // hardware, threads and bucket version, made before it was created: the transfer prior.
+  Result<std::vector<tuner::Measurement>> ListPriorMeasurements(int64_t sweep_id);
 
   // --- Durable sweeps (migration 0006) ---------------------------------------------------------
   // Creates the sweep and its tasks in one transaction. With a non-empty idempotency key, a key
@@ -212,6 +215,9 @@ class StoreSink : public tuner::SweepSink {
     return store_.SetSweepEnvironment(sweep_id_, env);
   }
   Status RecordFinalRound(const tuner::FinalRound& round) override { return store_.RecordFinalRound(round); }
+  Result<std::vector<tuner::Measurement>> PriorMeasurements() override {
+    return store_.ListPriorMeasurements(sweep_id_);
+  }
 
  private:
   Store& store_;

@@ -37,6 +37,9 @@ class TaskSink : public tuner::SweepSink {
     return store_.SetSweepEnvironment(task_.sweep_id, environment);
   }
   Status RecordFinalRound(const tuner::FinalRound& round) override { return store_.RecordFinalRound(round); }
+  Result<std::vector<tuner::Measurement>> PriorMeasurements() override {
+    return store_.ListPriorMeasurements(task_.sweep_id);
+  }
 
  private:
   store::Store& store_;

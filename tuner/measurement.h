@@ -65,15 +65,16 @@ struct TunedEntry {
   std::string measured_at;
 };
 
-// Search strategies (tuner/search): two that plan a static list and two model-guided ones that
+// Search strategies (tuner/search): two that plan a static list and three model-guided ones that
 // choose each config from everything measured so far. Spelled in SQL CHECKs and JSON as named.
 enum class Strategy {
   kExhaustive,  // every valid config
   kRandom,      // `budget` configs without replacement, the default first
   kAnneal,      // simulated annealing / local search over one-step neighbours, with restarts
   kSurrogate,   // quadratic ridge model over log block sizes, lowest lower confidence bound next
+  kTransfer,    // other buckets' stored landscapes, weighted by likeness, predict this one's
 };
-inline constexpr std::string_view kStrategyNames[] = {"exhaustive", "random", "anneal", "surrogate"};
+inline constexpr std::string_view kStrategyNames[] = {"exhaustive", "random", "anneal", "surrogate", "transfer"};
 constexpr std::string_view StrategyName(Strategy s) { return kStrategyNames[static_cast<int>(s)]; }
 std::optional<Strategy> ParseStrategy(std::string_view s);
 
@@ -84,7 +85,7 @@ struct SweepRequest {
   int threads = 1;
   Strategy strategy = Strategy::kExhaustive;
   // Evaluations per bucket. 0: the whole space (exhaustive, which ignores it), 32 (random), or
-  // a tenth of the bucket's valid space but at least 8 (anneal, surrogate).
+  // a tenth of the bucket's valid space but at least 8 (anneal, surrogate, transfer).
   int64_t budget = 0;
   // Wall-clock limit per bucket for the search, in seconds; 0 = none. Configs replayed from
   // an earlier run of the same sweep cost nothing against it.

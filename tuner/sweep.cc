@@ -106,6 +106,22 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
   Evaluator& evaluator = options.evaluator != nullptr ? *options.evaluator : in_process;
   if (auto s = sink.RecordEnvironment(CaptureEnvironment(options.tool_version)); !s) return std::unexpected(s.error());
 
+  // The transfer strategy's prior: earlier sweeps' landscapes, one PriorBucket per bucket.
+  std::map<std::string, PriorBucket> prior_buckets;
+  if (request.strategy == Strategy::kTransfer) {
+    auto prior = sink.PriorMeasurements();
+    if (!prior) return std::unexpected(prior.error());
+    std::map<std::string, std::pair<Problem, std::vector<std::pair<Config, double>>>> by_bucket;
+    for (const Measurement& m : *prior) {
+      auto& [problem, medians] = by_bucket[m.bucket];
+      problem = m.problem;
+      medians.emplace_back(m.config, m.median_ns);
+    }
+    for (const auto& [bucket, pm] : by_bucket) {
+      prior_buckets.emplace(bucket, MakePriorBucket(PriorFeatures(spec, pm.first), pm.second));
+    }
+  }
+
   std::vector<TunedEntry> winners;
   for (const BucketPlan& plan : *plans) {
     auto existing = sink.Existing(plan.bucket);
@@ -144,8 +160,17 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     // The search: ask, measure (or replay what this sweep already stored), tell.
     const EvalRequest eval{&spec, plan.problem, request.threads, request.seed, options.timing};
     const SearchSpace space(spec.params(), plan.valid);
+    // A bucket's own earlier landscape is left out, as in simulate: the prior says what this
+    // bucket should look like from its neighbours, not what an older kernel measured here.
+    SearchPrior prior;
+    if (request.strategy == Strategy::kTransfer) {
+      prior.features = PriorFeatures(spec, plan.problem);
+      for (const auto& [bucket, pb] : prior_buckets) {
+        if (bucket != plan.bucket && !pb.relative_cost.empty()) prior.buckets.push_back(pb);
+      }
+    }
     auto search = MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
-                             BucketSeed(request.seed, plan.bucket), plan.evaluations);
+                             BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
     const auto bucket_start = std::chrono::steady_clock::now();
     int64_t evaluated = 0;
     for (; evaluated < plan.evaluations; ++evaluated) {

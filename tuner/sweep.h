@@ -57,6 +57,11 @@ class SweepSink {
   virtual Status RecordEnvironment(const SweepEnvironment& environment) { return {}; }
   // The decision round of a bucket; a resumed sweep repeats the round and records it again.
   virtual Status RecordFinalRound(const FinalRound& round) { return {}; }
+  // Passing measurements of this sweep's kernel, dtype and threads on this hardware from
+  // earlier sweeps (any bucket; `problem` must be the bucket's representative problem): the
+  // transfer strategy's prior. Must not change while the sweep runs, or a resumed sweep could
+  // choose differently. Default: none (transfer then searches like surrogate).
+  virtual Result<std::vector<Measurement>> PriorMeasurements() { return std::vector<Measurement>{}; }
 };
 
 struct SweepOptions {

@@ -8,7 +8,9 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -147,6 +149,58 @@ TEST_F(StoreTest, SweepLifecycleAndMeasurementsRoundTrip) {
   EXPECT_FALSE(done->finished_at.empty());
   EXPECT_FALSE(st.GetSweep(*id + 100));
   EXPECT_EQ(st.GetSweep(*id + 100).error().code, ErrorCode::kNotFound);
+}
+
+// The transfer prior of a sweep: passing measurements of earlier sweeps with the same kernel,
+// dtype, hardware and threads; not its own, not a later sweep's, not another thread count's.
+TEST_F(StoreTest, PriorMeasurementsComeFromEarlierMatchingSweepsOnly) {
+  auto s = Store::Open(path_);
+  ASSERT_TRUE(s);
+  Store& st = **s;
+  auto hw_id = st.UpsertHardware(HardwareProfile::Detect(2));
+  ASSERT_TRUE(hw_id);
+  auto record = [&](int64_t sweep, const std::string& bucket, int64_t block_m, tuner::Outcome outcome) {
+    tuner::Measurement m;
+    m.sweep_id = sweep;
+    m.bucket = bucket;
+    m.problem.dims = NamedInts({{"m", 64}, {"n", 32}, {"k", 16}});
+    m.config = NamedInts({{"block_m", block_m}, {"block_n", 64}, {"block_k", 32}});
+    m.outcome = outcome;
+    if (outcome == tuner::Outcome::kOk) {
+      m.samples_ns = {100, 100, 100};
+      m.median_ns = 100 + static_cast<double>(block_m);
+    }
+    ASSERT_TRUE(st.RecordMeasurement(m, 1, 10));
+  };
+  tuner::SweepRequest other_threads = Request();
+  other_threads.threads = 1;
+  const int64_t a = *st.CreateSweep(Request(), *hw_id, 1, "test", 10);
+  const int64_t b = *st.CreateSweep(other_threads, *hw_id, 1, "test", 10);
+  record(a, "m64_n32_k16", 16, tuner::Outcome::kOk);
+  record(a, "m64_n32_k16", 32, tuner::Outcome::kCrashed);
+  record(a, "m1_n2_k4", 48, tuner::Outcome::kOk);
+  record(b, "m64_n32_k16", 64, tuner::Outcome::kOk);
+  tuner::SweepRequest transfer = Request();
+  transfer.strategy = tuner::Strategy::kTransfer;  // a strategy name migration 0007 allows
+  const int64_t c = *st.CreateSweep(transfer, *hw_id, 1, "test", 10);
+  EXPECT_EQ(st.GetSweep(c)->request.strategy, tuner::Strategy::kTransfer);
+  record(c, "m64_n32_k16", 80, tuner::Outcome::kOk);
+  const int64_t d = *st.CreateSweep(transfer, *hw_id, 1, "test", 10);
+
+  auto prior_c = st.ListPriorMeasurements(c);
+  ASSERT_TRUE(prior_c) << prior_c.error().ToString();
+  ASSERT_EQ(prior_c->size(), 2u);  // a's two passing configs; not a's crash, b (1 thread) or c itself
+  EXPECT_EQ((*prior_c)[0].config.Get("block_m"), 16);
+  EXPECT_EQ((*prior_c)[0].problem.dims, NamedInts({{"m", 64}, {"n", 32}, {"k", 16}}));
+  EXPECT_EQ((*prior_c)[1].bucket, "m1_n2_k4");
+  auto prior_d = st.ListPriorMeasurements(d);
+  ASSERT_TRUE(prior_d);
+  EXPECT_EQ(prior_d->size(), 3u);  // a's two and c's
+  // A measurement an earlier sweep records after this sweep was created is not in its prior,
+  // so a resumed sweep sees the prior it started with.
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // created_at has millisecond resolution
+  record(a, "m1_n2_k4", 96, tuner::Outcome::kOk);
+  EXPECT_EQ(st.ListPriorMeasurements(c)->size(), 2u);
 }
 
 TEST_F(StoreTest, TunedEntriesUpsertAndListInKeyOrder) {

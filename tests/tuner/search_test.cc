@@ -23,7 +23,7 @@ namespace {
 using blocktune::testing::FakeSpec;
 
 constexpr Strategy kAllStrategies[] = {Strategy::kExhaustive, Strategy::kRandom, Strategy::kAnneal,
-                                       Strategy::kSurrogate};
+                                       Strategy::kSurrogate, Strategy::kTransfer};
 
 // An 8 x 6 x 4 grid whose valid configs exclude x*y == 12 (so neighbourhoods have holes).
 class GridSpec : public KernelSpec {
@@ -123,8 +123,10 @@ class MemorySink : public SweepSink {
     rounds.push_back(round);
     return {};
   }
+  Result<std::vector<Measurement>> PriorMeasurements() override { return prior; }
 
   std::vector<Measurement> stored;
+  std::vector<Measurement> prior;
   int64_t cancel_after = -1;
   std::optional<TunedEntry> incumbent;
   SweepEnvironment environment;
@@ -190,7 +192,8 @@ TEST(Search, EveryStrategyIsDeterministicAndNeverAsksTwice) {
       runs.push_back(asked);
     }
     EXPECT_EQ(runs[0], runs[1]) << StrategyName(s);
-    if (s != Strategy::kSurrogate) EXPECT_NE(runs[0], runs[2]) << StrategyName(s);  // surrogate uses no randomness here
+    // Surrogate uses no randomness here, nor does transfer (without a prior it is surrogate).
+    if (s != Strategy::kSurrogate && s != Strategy::kTransfer) EXPECT_NE(runs[0], runs[2]) << StrategyName(s);
   }
 }
 
@@ -222,6 +225,115 @@ TEST(Search, ModelGuidedStrategiesFindTheBowlsMinimumOnATenthOfTheSpace) {
   }
 }
 
+// A bowl like GridCost with its minimum at x = best_x (y = 4, z = 64 as there).
+double BowlCost(const Config& c, double best_x) {
+  const double x = std::log2(static_cast<double>(*c.Get("x")));
+  const double y = std::log2(static_cast<double>(*c.Get("y")));
+  const double z = std::log2(static_cast<double>(*c.Get("z")));
+  return 1e6 * (1 + 0.3 * std::pow(x - std::log2(best_x), 2) + 0.2 * std::pow(y - 2, 2) + 0.1 * std::pow(z - 6, 2));
+}
+
+PriorBucket BowlPrior(const SearchSpace& space, int64_t n, double best_x) {
+  std::vector<std::pair<Config, double>> medians;
+  for (const Config& c : space.configs()) medians.emplace_back(c, BowlCost(c, best_x));
+  return MakePriorBucket({std::log2(1.0 + static_cast<double>(n))}, medians);
+}
+
+// Evaluations until `search` asks for `target` (budget + 1 if it never does), answering with
+// BowlCost(best_x).
+int64_t EvaluationsToFind(SearchStrategy& search, const SearchSpace& space, size_t target, double best_x,
+                          int64_t budget) {
+  for (int64_t e = 1; e <= budget; ++e) {
+    auto next = search.Ask();
+    if (!next) break;
+    search.Tell(*next, Observation{true, BowlCost(space.config(*next), best_x)});
+    if (*next == target) return e;
+  }
+  return budget + 1;
+}
+
+// Earlier sweeps' measurements of the grid at n = 512 and 2048 (neighbours of GridRequest's
+// buckets n = 1024 and 128), a bowl with its minimum at x = best_x.
+std::vector<Measurement> GridPrior(const SearchSpace& space, double best_x) {
+  std::vector<Measurement> out;
+  for (int64_t n : {512, 2048}) {
+    for (const Config& c : space.configs()) {
+      Measurement m;
+      m.bucket = "n" + std::to_string(n);
+      m.problem.dims = NamedInts({{"n", n}});
+      m.config = c;
+      m.outcome = Outcome::kOk;
+      m.median_ns = BowlCost(c, best_x);
+      out.push_back(m);
+    }
+  }
+  return out;
+}
+
+TEST(Search, PriorBucketsAreRelativeLogCostsWithTheLowestMedianPerConfig) {
+  const Config a = NamedInts({{"x", 1}});
+  const Config b = NamedInts({{"x", 2}});
+  const PriorBucket p = MakePriorBucket({3.0}, {{a, 200}, {b, 100}, {a, 150}, {b, 0}});
+  ASSERT_EQ(p.relative_cost.size(), 2u);
+  EXPECT_DOUBLE_EQ(p.relative_cost.at("x=2"), 0.0);
+  EXPECT_NEAR(p.relative_cost.at("x=1"), std::log(1.5), 1e-12);
+  GridSpec spec;
+  Problem problem;
+  problem.dims = NamedInts({{"n", 255}});
+  EXPECT_EQ(PriorFeatures(spec, problem), std::vector<double>{8.0});
+}
+
+// Buckets either side of this one (n = 2^10 and 2^14 around 2^12) have their minima at x = 3
+// and x = 5; their average puts this bucket's at x = 4, which transfer measures second, right
+// after the default. Without the prior (surrogate) the same budget does not get there.
+TEST(Search, TransferFindsTheMinimumTheNeighbouringBucketsPredict) {
+  GridSpec spec;
+  const SearchSpace space = GridSpace(spec);
+  const auto target = space.Find(NamedInts({{"x", 4}, {"y", 4}, {"z", 64}}));
+  ASSERT_TRUE(target);
+  SearchPrior prior;
+  prior.features = {std::log2(1.0 + 4096)};
+  prior.buckets = {BowlPrior(space, 1024, 3), BowlPrior(space, 16384, 5), BowlPrior(space, 1 << 20, 8)};
+  const auto start = space.Find(spec.DefaultConfig());
+  auto transfer = MakeSearch(Strategy::kTransfer, space, start, 1, 5, prior);
+  EXPECT_EQ(EvaluationsToFind(*transfer, space, *target, 4, 5), 2);
+  auto surrogate = MakeSearch(Strategy::kSurrogate, space, start, 1, 5);
+  EXPECT_GT(EvaluationsToFind(*surrogate, space, *target, 4, 5), 5);
+}
+
+// The most alike bucket (same n) has its minimum at x = 1, but this bucket's is at x = 6, as
+// in a less alike one: after a few measurements contradict the first, its weight collapses and
+// the search still finds x = 6 within a tenth of the space.
+TEST(Search, TransferMeasurementsOverruleAMisleadingPrior) {
+  GridSpec spec;
+  const SearchSpace space = GridSpace(spec);
+  const auto target = space.Find(NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
+  ASSERT_TRUE(target);
+  SearchPrior prior;
+  prior.features = {std::log2(1.0 + 4096)};
+  prior.buckets = {BowlPrior(space, 4096, 1), BowlPrior(space, 1 << 18, 6)};
+  auto transfer = MakeSearch(Strategy::kTransfer, space, space.Find(spec.DefaultConfig()), 1, 18, prior);
+  EXPECT_LE(EvaluationsToFind(*transfer, space, *target, 6, 18), 6);
+}
+
+// A sweep with the transfer strategy reads its prior from the sink once, leaves each bucket's
+// own earlier measurements out of that bucket's prior, and finds the bowl's minimum in both
+// buckets with far fewer evaluations than the default budget.
+TEST(RunSweep, TransferUsesTheSinksPriorFromOtherBuckets) {
+  GridSpec spec;
+  const SearchSpace space = GridSpace(spec);
+  MemorySink sink;
+  sink.prior = GridPrior(space, 6);
+  OracleEvaluator eval;
+  SweepOptions options;
+  options.evaluator = &eval;
+  auto winners = RunSweep(GridRequest(Strategy::kTransfer, 3), 1, spec, HardwareProfile::Detect(1), sink, options);
+  ASSERT_TRUE(winners) << winners.error().ToString();
+  ASSERT_EQ(winners->size(), 2u);
+  for (const auto& w : *winners) EXPECT_EQ(w.config, NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
+  EXPECT_EQ(eval.measured.size(), 2u * 3);
+}
+
 // A sweep stopped after k measurements and resumed measures nothing twice and ends exactly as
 // an uninterrupted one: same measurements in the same order, same winners.
 TEST(RunSweep, EveryStrategyResumesWithoutMeasuringAnythingTwice) {
@@ -229,7 +341,11 @@ TEST(RunSweep, EveryStrategyResumesWithoutMeasuringAnythingTwice) {
   SweepOptions options;
   for (Strategy s : kAllStrategies) {
     const SweepRequest request = GridRequest(s, s == Strategy::kExhaustive ? 0 : 15);
+    // Transfer gets a prior whose minimum (x = 5) is not this grid's (x = 6), so its resumed
+    // search has to replay a path that the measurements bent.
+    const std::vector<Measurement> prior = s == Strategy::kTransfer ? GridPrior(GridSpace(spec), 5) : std::vector<Measurement>{};
     MemorySink whole_sink;
+    whole_sink.prior = prior;
     OracleEvaluator whole_eval;
     options.evaluator = &whole_eval;
     auto whole = RunSweep(request, 1, spec, HardwareProfile::Detect(1), whole_sink, options);
@@ -237,6 +353,7 @@ TEST(RunSweep, EveryStrategyResumesWithoutMeasuringAnythingTwice) {
     ASSERT_EQ(whole->size(), 2u);
     for (int64_t k : {1, 9, 23}) {
       MemorySink sink;
+      sink.prior = prior;
       OracleEvaluator eval;
       options.evaluator = &eval;
       sink.cancel_after = k;

@@ -1,4 +1,4 @@
-// The four search strategies behind one ask/tell interface; see search.h.
+// The five search strategies behind one ask/tell interface; see search.h.
 //
 // Costs are log(median_ns): block-size effects are multiplicative (a 10% slower config is
 // 10% slower on a fast bucket and a slow one), so differences in log cost are relative
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 namespace blocktune::tuner {
 namespace {
@@ -345,6 +346,145 @@ class SurrogateSearch final : public SearchStrategy {
   std::vector<size_t> told_;
 };
 
+// ----------------------------------------------------------------------------------------
+// Transfer: the landscapes of other buckets of the same kernel on the same hardware predict
+// this one's. Each prior bucket is a hypothesis "this bucket's log cost is that bucket's
+// relative cost plus a constant"; its weight starts from how alike the two problems are (a
+// Gaussian kernel on the standardised PriorFeatures) and is multiplied, after every
+// observation, by the likelihood of what was measured here under that hypothesis (best-fit
+// constant, Gaussian residuals of sd kSigma). This is Bayesian model averaging over the prior
+// buckets; the next config is the unmeasured one with the lowest weighted-mean relative cost.
+// It measures the default first, like every strategy. With no prior (the first bucket ever
+// swept for this key) it searches like surrogate.
+//
+// kSigma = 0.03: two sweeps' medians of one config differ by 3-4% (sd of the log ratio) on the
+// 2-core development VM (docs/tuning.md); a larger sigma lets a dissimilar bucket keep too much
+// weight after a measurement contradicted it, a smaller one lets one noisy median decide.
+class TransferSearch final : public SearchStrategy {
+ public:
+  TransferSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed, int64_t budget,
+                 const SearchPrior& prior)
+      : space_(space), start_(start), rng_(seed), history_(space.size()) {
+    const size_t nb = prior.buckets.size();
+    if (nb == 0) {
+      fallback_ = std::make_unique<SurrogateSearch>(space, start, seed, budget);
+      return;
+    }
+    // Standardise each feature by its spread over the prior and this bucket; a feature that is
+    // the same everywhere carries no information and drops out.
+    const size_t nf = prior.features.size();
+    std::vector<double> sd(nf, 0.0);
+    for (size_t f = 0; f < nf; ++f) {
+      double mean = prior.features[f];
+      for (const PriorBucket& b : prior.buckets) mean += f < b.features.size() ? b.features[f] : 0.0;
+      mean /= static_cast<double>(nb + 1);
+      double var = (prior.features[f] - mean) * (prior.features[f] - mean);
+      for (const PriorBucket& b : prior.buckets) {
+        const double x = f < b.features.size() ? b.features[f] : 0.0;
+        var += (x - mean) * (x - mean);
+      }
+      sd[f] = std::sqrt(var / static_cast<double>(nb + 1));
+    }
+    log_prior_.assign(nb, 0.0);
+    relative_.assign(nb, std::vector<double>(space.size(), kInf));
+    for (size_t b = 0; b < nb; ++b) {
+      const PriorBucket& pb = prior.buckets[b];
+      double d2 = 0;
+      for (size_t f = 0; f < nf; ++f) {
+        if (sd[f] <= 0) continue;
+        const double x = f < pb.features.size() ? pb.features[f] : 0.0;
+        d2 += (x - prior.features[f]) * (x - prior.features[f]) / (sd[f] * sd[f]);
+      }
+      log_prior_[b] = -d2;
+      for (size_t i = 0; i < space.size(); ++i) {
+        if (auto it = pb.relative_cost.find(space.config(i).ToString()); it != pb.relative_cost.end()) {
+          relative_[b][i] = it->second;
+        }
+      }
+    }
+  }
+
+  std::optional<size_t> Ask() override {
+    if (fallback_) return fallback_->Ask();
+    std::optional<size_t> next;
+    if (history_.asked_count() == 0 && start_) {
+      next = start_;
+    } else {
+      next = Predicted();
+      if (!next) next = history_.RandomUnasked(rng_);
+    }
+    if (next) history_.MarkAsked(*next);
+    return next;
+  }
+
+  void Tell(size_t index, const Observation& observation) override {
+    if (fallback_) return fallback_->Tell(index, observation);
+    history_.Set(index, observation);
+  }
+
+ private:
+  static constexpr double kSigma = 0.03;
+
+  // Posterior log weight of each prior bucket given the finite costs measured so far.
+  std::vector<double> LogPosterior() const {
+    std::vector<double> w = log_prior_;
+    for (size_t b = 0; b < w.size(); ++b) {
+      double sum = 0;
+      int n = 0;
+      for (size_t i = 0; i < space_.size(); ++i) {
+        if (!history_.known(i) || !std::isfinite(history_.cost(i)) || !std::isfinite(relative_[b][i])) continue;
+        sum += history_.cost(i) - relative_[b][i];
+        ++n;
+      }
+      if (n < 2) continue;  // one point only fixes the constant
+      const double offset = sum / n;
+      double rss = 0;
+      for (size_t i = 0; i < space_.size(); ++i) {
+        if (!history_.known(i) || !std::isfinite(history_.cost(i)) || !std::isfinite(relative_[b][i])) continue;
+        const double r = history_.cost(i) - relative_[b][i] - offset;
+        rss += r * r;
+      }
+      w[b] -= rss / (2 * kSigma * kSigma);
+    }
+    return w;
+  }
+
+  // The unasked config with the lowest posterior-mean relative cost; configs no prior bucket
+  // measured come last (nullopt when every remaining config is one of them).
+  std::optional<size_t> Predicted() const {
+    const auto lw = LogPosterior();
+    const double top = *std::max_element(lw.begin(), lw.end());
+    std::vector<double> w(lw.size());
+    for (size_t b = 0; b < lw.size(); ++b) w[b] = std::exp(lw[b] - top);
+    std::optional<size_t> pick;
+    double pick_mean = kInf;
+    for (size_t i = 0; i < space_.size(); ++i) {
+      if (history_.asked(i)) continue;
+      double num = 0;
+      double den = 0;
+      for (size_t b = 0; b < w.size(); ++b) {
+        if (!std::isfinite(relative_[b][i])) continue;
+        num += w[b] * relative_[b][i];
+        den += w[b];
+      }
+      if (den <= 0) continue;
+      if (const double mean = num / den; mean < pick_mean) {
+        pick_mean = mean;
+        pick = i;
+      }
+    }
+    return pick;
+  }
+
+  const SearchSpace& space_;
+  std::optional<size_t> start_;
+  SplitMix64 rng_;
+  History history_;
+  std::unique_ptr<SearchStrategy> fallback_;
+  std::vector<double> log_prior_;               // per prior bucket
+  std::vector<std::vector<double>> relative_;   // [prior bucket][config] relative log cost, inf if unmeasured
+};
+
 }  // namespace
 
 SearchSpace::SearchSpace(const std::vector<ParamSpec>& params, std::vector<Config> valid)
@@ -412,13 +552,14 @@ int64_t EvaluationBudget(Strategy strategy, int64_t requested, size_t space_size
     case Strategy::kRandom: return std::min(n, requested > 0 ? requested : 32);
     case Strategy::kAnneal:
     case Strategy::kSurrogate:
+    case Strategy::kTransfer:
       return std::min(n, requested > 0 ? requested : std::max<int64_t>(8, (n + 9) / 10));
   }
   return n;
 }
 
 std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace& space, std::optional<size_t> start,
-                                           uint64_t seed, int64_t budget) {
+                                           uint64_t seed, int64_t budget, const SearchPrior& prior) {
   switch (strategy) {
     // Exhaustive measures everything, but in a seeded random order (the default first): in
     // space order a slow drift of the machine's speed during the sweep would show up as a
@@ -428,8 +569,32 @@ std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace&
       return std::make_unique<ListSearch>(RandomOrder(space.size(), start, space.size(), seed));
     case Strategy::kAnneal: return std::make_unique<AnnealSearch>(space, start, seed);
     case Strategy::kSurrogate: return std::make_unique<SurrogateSearch>(space, start, seed, budget);
+    case Strategy::kTransfer: return std::make_unique<TransferSearch>(space, start, seed, budget, prior);
   }
   return nullptr;
+}
+
+std::vector<double> PriorFeatures(const KernelSpec& spec, const Problem& problem) {
+  std::vector<double> f;
+  for (const DimSpec& d : spec.dims()) {
+    f.push_back(std::log2(1.0 + static_cast<double>(std::max<int64_t>(problem.Dim(d.bucket.name), 0))));
+  }
+  return f;
+}
+
+PriorBucket MakePriorBucket(std::vector<double> features, const std::vector<std::pair<Config, double>>& medians) {
+  PriorBucket b;
+  b.features = std::move(features);
+  std::map<std::string, double> lowest;
+  for (const auto& [config, median] : medians) {
+    if (!(median > 0)) continue;
+    auto [it, fresh] = lowest.emplace(config.ToString(), median);
+    if (!fresh) it->second = std::min(it->second, median);
+  }
+  double best = kInf;
+  for (const auto& [_, m] : lowest) best = std::min(best, m);
+  for (const auto& [key, m] : lowest) b.relative_cost.emplace(key, std::log(m / best));
+  return b;
 }
 
 std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config,

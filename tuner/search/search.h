@@ -11,6 +11,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/core/config.h"
@@ -73,11 +75,33 @@ class SearchStrategy {
 // default, see SweepRequest::budget); never more than the space.
 int64_t EvaluationBudget(Strategy strategy, int64_t requested, size_t space_size);
 
+// What other buckets of the same kernel, hardware, dtype and thread count measured: the
+// transfer strategy's prior. A bucket is described by its representative problem's dims
+// (PriorFeatures) and each passing config's cost relative to the bucket's best.
+struct PriorBucket {
+  std::vector<double> features;
+  std::map<std::string, double> relative_cost;  // config string -> log(median / best median) >= 0
+};
+struct SearchPrior {
+  std::vector<double> features;  // of the bucket being searched
+  std::vector<PriorBucket> buckets;
+  bool empty() const { return buckets.empty(); }
+};
+
+// log2(1 + value) of each of the kernel's dims, in spec.dims() order (absent dims are 0), so
+// sizes compare by ratio and 0/1 flags such as causal stay 0/1.
+std::vector<double> PriorFeatures(const KernelSpec& spec, const Problem& problem);
+// A prior bucket from (config, median_ns) pairs of passing measurements; several medians of one
+// config (from several sweeps) keep the lowest. Empty relative_cost when nothing passed.
+PriorBucket MakePriorBucket(std::vector<double> features, const std::vector<std::pair<Config, double>>& medians);
+
 // `start` is the default config's index when valid (every strategy measures it first, so a
 // sweep never publishes something slower than the default it measured). `budget` is the
 // evaluation budget; model-guided strategies shift from exploring to exploiting as it runs out.
+// `prior` is read by the transfer strategy only (copied; may be empty, when transfer searches
+// like surrogate).
 std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace& space, std::optional<size_t> start,
-                                           uint64_t seed, int64_t budget);
+                                           uint64_t seed, int64_t budget, const SearchPrior& prior = {});
 
 // The static plans of exhaustive and random, in the order they ask: the default config first,
 // then a seeded random order; exhaustive takes every config, random the first `budget` (0

@@ -54,8 +54,9 @@ Result<Oracle> MakeOracle(const StoredBucket& b) {
 
 // One run: best-so-far ratio after each evaluation (budget entries; padded with the last
 // value if the strategy stops early).
-std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, int64_t budget) {
-  auto search = MakeSearch(strategy, o.space, o.start, seed, budget);
+std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, int64_t budget,
+                           const SearchPrior& prior) {
+  auto search = MakeSearch(strategy, o.space, o.start, seed, budget, prior);
   std::vector<double> curve;
   double best = 0;
   for (int64_t e = 0; e < budget; ++e) {
@@ -70,7 +71,8 @@ std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, in
   return curve;
 }
 
-StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& opt, int64_t budget) {
+StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& opt, int64_t budget,
+                    const SearchPrior& prior = {}) {
   StrategyScore s;
   s.curve.assign(static_cast<size_t>(budget), 0.0);
   s.min_ratio = 1.0;
@@ -78,7 +80,7 @@ StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& o
   for (int k = 0; k < opt.seeds; ++k) {
     // Same seed derivation as a sweep: the request seed mixed with nothing bucket-specific,
     // so seed k means the same thing for every bucket.
-    const auto curve = Replay(o, strategy, opt.first_seed + static_cast<uint64_t>(k), budget);
+    const auto curve = Replay(o, strategy, opt.first_seed + static_cast<uint64_t>(k), budget, prior);
     for (size_t e = 0; e < curve.size(); ++e) s.curve[e] += curve[e] / opt.seeds;
     const double final_ratio = curve.empty() ? 0.0 : curve.back();
     s.mean_ratio += final_ratio / opt.seeds;
@@ -212,7 +214,38 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
   r.options = options;
   double strategy_runs = 0;
   double random_runs = 0;
-  for (const StoredBucket& b : buckets) {
+  // The transfer strategy's prior for bucket i: every other bucket of the same kernel,
+  // hardware and dtype in the data (leave-one-out, so a bucket never predicts itself).
+  std::vector<PriorBucket> priors(buckets.size());
+  if (options.strategy == Strategy::kTransfer) {
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      const StoredBucket& b = buckets[i];
+      const KernelSpec* spec = FindKernel(b.kernel);
+      if (spec == nullptr) continue;  // MakeOracle reports it
+      auto problem = spec->ProblemFromBucket(b.dtype, b.bucket);
+      if (!problem) return InvalidArgument("bucket id " + b.bucket + " of " + b.kernel + ": " + problem.error().message,
+                                           "bucket");
+      std::vector<std::pair<Config, double>> medians;
+      for (const StoredConfig& c : b.configs) {
+        if (c.outcome == Outcome::kOk) medians.emplace_back(c.config, c.median_ns);
+      }
+      priors[i] = MakePriorBucket(PriorFeatures(*spec, *problem), medians);
+    }
+  }
+  for (size_t bi = 0; bi < buckets.size(); ++bi) {
+    const StoredBucket& b = buckets[bi];
+    SearchPrior prior;
+    if (options.strategy == Strategy::kTransfer) {
+      prior.features = priors[bi].features;
+      for (size_t j = 0; j < buckets.size(); ++j) {
+        const StoredBucket& o = buckets[j];
+        if (j == bi || o.kernel != b.kernel || o.hardware_key != b.hardware_key || o.dtype != b.dtype ||
+            o.bucket == b.bucket || priors[j].relative_cost.empty()) {
+          continue;
+        }
+        prior.buckets.push_back(priors[j]);
+      }
+    }
     auto oracle = MakeOracle(b);
     if (!oracle) return std::unexpected(oracle.error());
     BucketSimulation s;
@@ -226,7 +259,7 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
         1, static_cast<int64_t>(std::ceil(options.budget_fraction * static_cast<double>(s.space_size) - 1e-9)));
     s.optimum_ns = oracle->optimum_ns;
     s.optimum = oracle->space.config(oracle->optimum);
-    s.strategy = Score(*oracle, options.strategy, options, s.budget);
+    s.strategy = Score(*oracle, options.strategy, options, s.budget, prior);
     s.random = Score(*oracle, Strategy::kRandom, options, s.budget);
     r.strategy_bucket_fraction += s.strategy.mean_ratio >= options.threshold ? 1 : 0;
     r.random_bucket_fraction += s.random.mean_ratio >= options.threshold ? 1 : 0;
