@@ -97,13 +97,13 @@ class FusedCrossEntropyInstance final : public KernelInstance {
       if (i == 1) labels_[n(i)] = static_cast<int32_t>(shape.v - 1);
       dloss_[n(i)] = rng.NextSigned();
     }
-    loss_.resize(n(shape.b));
-    lse_.resize(n(shape.b));
+    loss_.resize(n(shape.b + kGuardFloats));
+    lse_.resize(n(shape.b + kGuardFloats));
     ref_loss_.resize(n(shape.b));
     ref_lse_.resize(n(shape.b));
     if (backward) {
-      dx_.resize(x_.size());
-      dw_.resize(w_.size());
+      dx_.resize(x_.size() + n(kGuardFloats));
+      dw_.resize(w_.size() + n(kGuardFloats));
       ref_dx_.resize(x_.size());
       ref_dw_.resize(w_.size());
     }
@@ -137,14 +137,40 @@ class FusedCrossEntropyInstance final : public KernelInstance {
         FusedCrossEntropyTolerance(shape_, dtype_, kSpecZLossWeight, max_abs_lse, dx_row_mass_, dw_col_mass_);
     VerifyReport r;
     r.ok = true;
-    const auto b = static_cast<int64_t>(loss_.size());
+    const auto b = static_cast<int64_t>(ref_loss_.size());
     Merge(r, Compare(loss_.data(), ref_loss_.data(), b, tol.loss));
     Merge(r, Compare(lse_.data(), ref_lse_.data(), b, tol.lse));
     if (backward_) {
-      Merge(r, Compare(dx_.data(), ref_dx_.data(), static_cast<int64_t>(dx_.size()), tol.dx));
-      Merge(r, Compare(dw_.data(), ref_dw_.data(), static_cast<int64_t>(dw_.size()), tol.dw));
+      Merge(r, Compare(dx_.data(), ref_dx_.data(), static_cast<int64_t>(ref_dx_.size()), tol.dx));
+      Merge(r, Compare(dw_.data(), ref_dw_.data(), static_cast<int64_t>(ref_dw_.size()), tol.dw));
     }
     return r;
+  }
+
+  // x and w (the bf16 copies for bf16 problems), the labels and, for the backward, dloss must
+  // come back unchanged; a guard follows each output (loss, lse, and dx, dw for the backward).
+  WatchedMemory Watched() override {
+    WatchedMemory w;
+    const auto in = [&](const auto& v) { w.inputs.push_back(std::as_bytes(std::span(v))); };
+    const auto guard = [&](std::vector<float>& out, size_t used) {
+      w.output_guards.push_back(std::as_writable_bytes(std::span<float>(out).subspan(used)));
+    };
+    if (dtype_ == DType::kBF16) {
+      in(x_bf16_);
+      in(w_bf16_);
+    } else {
+      in(x_);
+      in(w_);
+    }
+    in(labels_);
+    guard(loss_, ref_loss_.size());
+    guard(lse_, ref_lse_.size());
+    if (backward_) {
+      in(dloss_);
+      guard(dx_, ref_dx_.size());
+      guard(dw_, ref_dw_.size());
+    }
+    return w;
   }
 
  private:
@@ -158,6 +184,8 @@ class FusedCrossEntropyInstance final : public KernelInstance {
     return in;
   }
 
+  // One widest vector store (16 floats) after each output for the verifier's canaries.
+  static constexpr int64_t kGuardFloats = 16;
   FusedCrossEntropyShape shape_;
   DType dtype_;
   bool backward_;
@@ -165,7 +193,7 @@ class FusedCrossEntropyInstance final : public KernelInstance {
   std::vector<uint16_t> x_bf16_, w_bf16_;
   std::vector<int32_t> labels_;
   std::vector<float> dloss_;
-  std::vector<float> loss_, lse_, dx_, dw_;
+  std::vector<float> loss_, lse_, dx_, dw_;  // each ends in a guard
   std::vector<float> ref_loss_, ref_lse_, ref_dx_, ref_dw_;
   double dx_row_mass_ = 0, dw_col_mass_ = 0;
 };

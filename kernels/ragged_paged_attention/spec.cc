@@ -164,8 +164,8 @@ class RaggedPagedAttentionInstance final : public KernelInstance {
   RaggedPagedAttentionInstance(const RaggedPagedAttentionProblem& p, DType dtype, uint64_t seed)
       : batch_(MakeRaggedPagedAttentionBatch(p, dtype, seed)),
         max_kv_len_(p.max_kv_len),
-        out_(static_cast<size_t>(batch_.shape.total_q_tokens * p.heads * p.head_dim)),
-        ref_(out_.size()) {}
+        out_(static_cast<size_t>(batch_.shape.total_q_tokens * p.heads * p.head_dim + kGuardFloats)),
+        ref_(out_.size() - kGuardFloats) {}
 
   Status Run(const Config& config, int threads) override {
     auto bs = FromConfig<RaggedPagedAttentionBlockSizes>(config);
@@ -178,14 +178,37 @@ class RaggedPagedAttentionInstance final : public KernelInstance {
   void PoisonOutputs() override { std::fill(out_.begin(), out_.end(), std::numeric_limits<float>::quiet_NaN()); }
 
   VerifyReport Verify() const override {
-    return Compare(out_.data(), ref_.data(), static_cast<int64_t>(out_.size()),
+    return Compare(out_.data(), ref_.data(), static_cast<int64_t>(ref_.size()),
                    RaggedPagedAttentionTolerance(max_kv_len_));
   }
 
+  // The inputs the kernel reads (the bf16 copies for bf16 problems, the metadata arrays either
+  // way) must come back unchanged, and nothing may be written past the output.
+  WatchedMemory Watched() override {
+    WatchedMemory w;
+    const auto in = [&](const auto& v) { w.inputs.push_back(std::as_bytes(std::span(v))); };
+    if (batch_.dtype == DType::kBF16) {
+      in(batch_.q_bf16);
+      in(batch_.k_pages_bf16);
+      in(batch_.v_pages_bf16);
+    } else {
+      in(batch_.q);
+      in(batch_.k_pages);
+      in(batch_.v_pages);
+    }
+    in(batch_.kv_lens);
+    in(batch_.cu_q_lens);
+    in(batch_.page_indices);
+    w.output_guards = {std::as_writable_bytes(std::span<float>(out_).subspan(ref_.size()))};
+    return w;
+  }
+
  private:
+  // One widest vector store (16 floats) after the output for the verifier's canary.
+  static constexpr int64_t kGuardFloats = 16;
   RaggedPagedAttentionBatch batch_;
   int64_t max_kv_len_;
-  std::vector<float> out_, ref_;
+  std::vector<float> out_, ref_;  // out_ ends in the guard
 };
 
 // kv_pages_per_block: 1-64 pages (16-1024 keys at page_size 16): small blocks keep the K/V block

@@ -350,6 +350,48 @@ TEST(VerifyConfig, FlashAttentionPassesItsWatchedMemoryChecks) {
   }
 }
 
+// Every config of `bucket` (at most `limit`) passes the verifier with the kernel's watched
+// memory, f32 and bf16: no false positive from a real kernel's remainder tiles.
+void ExpectEveryConfigPassesWatchedChecks(const KernelSpec& spec, Problem bucket, size_t inputs, size_t guards,
+                                          int limit) {
+  const HardwareProfile hw = HardwareProfile::Detect(1);
+  for (DType dtype : {DType::kF32, DType::kBF16}) {
+    bucket.dtype = dtype;
+    const WatchedMemory w = spec.MakeInstance(bucket, 1)->Watched();
+    EXPECT_EQ(w.inputs.size(), inputs) << spec.name();
+    ASSERT_EQ(w.output_guards.size(), guards) << spec.name();
+    for (const auto& g : w.output_guards) EXPECT_EQ(g.size(), 64u) << spec.name();
+    int checked = 0;
+    for (const Config& c : spec.ConfigSpace()) {
+      if (!spec.ValidateConfig(c, bucket, hw) || checked >= limit) continue;
+      Measurement m;
+      EXPECT_TRUE(VerifyConfig(spec, c, bucket, 1, m)) << spec.name() << " " << DTypeName(dtype) << " "
+                                                       << c.ToString() << ": " << m.detail;
+      ++checked;
+    }
+    EXPECT_GT(checked, 0) << spec.name();
+  }
+}
+
+// fused_cross_entropy forward + backward: x, w, labels, dloss; guards after loss, lse, dx, dw.
+TEST(VerifyConfig, FusedCrossEntropyPassesItsWatchedMemoryChecks) {
+  const KernelSpec* spec = FindKernel("fused_cross_entropy");
+  ASSERT_NE(spec, nullptr);
+  ExpectEveryConfigPassesWatchedChecks(
+      *spec, Problem{DType::kF32, NamedInts({{"b", 64}, {"h", 128}, {"v", 512}, {"backward", 1}})}, 4, 4, 24);
+}
+
+// ragged_paged_attention: Q, K and V pages, and the three metadata arrays; a guard after O.
+TEST(VerifyConfig, RaggedPagedAttentionPassesItsWatchedMemoryChecks) {
+  const KernelSpec* spec = FindKernel("ragged_paged_attention");
+  ASSERT_NE(spec, nullptr);
+  ExpectEveryConfigPassesWatchedChecks(
+      *spec,
+      Problem{DType::kF32, NamedInts({{"num_seqs", 8}, {"max_kv_len", 256}, {"prefill_q_len", 32}, {"page_size", 16},
+                                      {"heads", 4}, {"kv_heads", 2}, {"head_dim", 64}})},
+      6, 1, 24);
+}
+
 TEST(VerifyConfig, MatmulDeclaresWatchedMemoryAndPassesItsChecks) {
   const KernelSpec& spec = kernels::MatmulSpec();
   auto inst = spec.MakeInstance(Problem{DType::kF32, NamedInts({{"m", 13}, {"n", 37}, {"k", 5}})}, 1);
