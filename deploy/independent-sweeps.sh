@@ -83,7 +83,7 @@ done
 "$bin/client/blocktune" simulate --db "$out/run1/blocktune.db" --db "$out/run2/blocktune.db" \
   --export "$out/exhaustive_matmul_flash.tsv" >/dev/null
 for kernel in matmul flash_attention; do
-  for strategy in anneal surrogate; do
+  for strategy in anneal surrogate transfer; do
     echo "== $kernel $strategy"
     "$bin/client/blocktune" simulate --data "$out/exhaustive_matmul_flash.tsv" --kernel "$kernel" \
       --strategy "$strategy" --budget-fraction 0.1 --seeds 20 | tail -1

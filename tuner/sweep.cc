@@ -120,6 +120,9 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     for (const auto& [bucket, pm] : by_bucket) {
       prior_buckets.emplace(bucket, MakePriorBucket(PriorFeatures(spec, pm.first), pm.second));
     }
+    spdlog::info("transfer prior kernel={} sweep={} buckets={} measurements={}{}", spec.name(), sweep_id,
+                 prior_buckets.size(), prior->size(),
+                 prior_buckets.empty() ? " (none stored yet: searching like surrogate)" : "");
   }
 
   std::vector<TunedEntry> winners;
