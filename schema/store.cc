@@ -4,6 +4,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <type_traits>
 
 #include "schema/migrations.h"
 
@@ -191,6 +192,21 @@ Result<std::vector<NamedInts>> SplitShapes(std::string_view text) {
     out.push_back(std::move(*s));
     if (semi == std::string_view::npos) break;
     text.remove_prefix(semi + 1);
+  }
+  return out;
+}
+
+// Every remaining row of `st`, each turned into a T by `read` (which may reject a row).
+template <typename Read, typename T = typename std::invoke_result_t<Read, const Statement&>::value_type>
+Result<std::vector<T>> ReadRows(Statement& st, Read read) {
+  std::vector<T> out;
+  while (true) {
+    auto row = st.Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    auto item = read(st);
+    if (!item) return std::unexpected(item.error());
+    out.push_back(std::move(*item));
   }
   return out;
 }
@@ -407,16 +423,7 @@ Result<std::vector<SweepRecord>> Store::ListSweeps(std::optional<SweepStatus> st
   if (!st) return std::unexpected(st.error());
   const std::string_view s = status ? SweepStatusName(*status) : "";
   st->Bind(1, s).Bind(2, s).Bind(3, limit);
-  std::vector<SweepRecord> out;
-  while (true) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    auto r = ReadSweep(*st);
-    if (!r) return std::unexpected(r.error());
-    out.push_back(std::move(*r));
-  }
-  return out;
+  return ReadRows(*st, ReadSweep);
 }
 
 Status Store::SetSweepStatus(int64_t id, SweepStatus status, const std::string& error) {
@@ -542,16 +549,7 @@ Result<std::vector<tuner::TunedEntry>> Store::ListTunedEntries(const std::string
   auto st = conn_.Prepare(kSelectTunedSql);
   if (!st) return std::unexpected(st.error());
   st->Bind(1, kernel).Bind(2, kernel);
-  std::vector<tuner::TunedEntry> out;
-  while (true) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    auto e = ReadTunedEntry(*st);
-    if (!e) return std::unexpected(e.error());
-    out.push_back(std::move(*e));
-  }
-  return out;
+  return ReadRows(*st, ReadTunedEntry);
 }
 
 
@@ -686,16 +684,7 @@ Result<std::vector<TaskRecord>> Store::ListTasks(int64_t sweep_id) {
   auto st = conn_.Prepare(std::string(kTaskColumns) + kSelectTasksSql);
   if (!st) return std::unexpected(st.error());
   st->Bind(1, sweep_id);
-  std::vector<TaskRecord> out;
-  while (true) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    auto t = ReadTask(*st);
-    if (!t) return std::unexpected(t.error());
-    out.push_back(std::move(*t));
-  }
-  return out;
+  return ReadRows(*st, ReadTask);
 }
 
 Result<std::optional<TaskRecord>> Store::LeaseNextTask() {
@@ -850,16 +839,7 @@ Result<std::vector<tuner::Measurement>> Store::ListPriorMeasurements(int64_t swe
   auto st = conn_.Prepare(std::string(kMeasurementColumns) + kSelectPriorSql);
   if (!st) return std::unexpected(st.error());
   st->Bind(1, sweep_id);
-  std::vector<tuner::Measurement> out;
-  while (true) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    auto m = ReadMeasurement(*st);
-    if (!m) return std::unexpected(m.error());
-    out.push_back(std::move(*m));
-  }
-  return out;
+  return ReadRows(*st, ReadMeasurement);
 }
 
 Result<std::vector<tuner::Measurement>> Store::ListMeasurementsPage(int64_t sweep_id, int64_t after_id,
@@ -868,15 +848,9 @@ Result<std::vector<tuner::Measurement>> Store::ListMeasurementsPage(int64_t swee
   auto st = conn_.Prepare(std::string(kMeasurementColumns) + kSelectMeasurementPageSql);
   if (!st) return std::unexpected(st.error());
   st->Bind(1, sweep_id).Bind(2, after_id).Bind(3, limit);
-  std::vector<tuner::Measurement> out;
-  while (true) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    auto m = ReadMeasurement(*st);
-    if (!m) return std::unexpected(m.error());
-    out.push_back(std::move(*m));
-  }
+  auto rows = ReadRows(*st, ReadMeasurement);
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<tuner::Measurement> out = std::move(*rows);
   if (out.empty()) return out;
   auto samples = conn_.Prepare(kSelectSamplesRangeSql);
   if (!samples) return std::unexpected(samples.error());
@@ -900,16 +874,7 @@ Result<std::vector<SweepRecord>> Store::ListSweepsPage(std::optional<SweepStatus
   if (!st) return std::unexpected(st.error());
   const std::string_view s = status ? SweepStatusName(*status) : "";
   st->Bind(1, s).Bind(2, s).Bind(3, after_id).Bind(4, limit);
-  std::vector<SweepRecord> out;
-  while (true) {
-    auto row = st->Step();
-    if (!row) return std::unexpected(row.error());
-    if (!*row) break;
-    auto r = ReadSweep(*st);
-    if (!r) return std::unexpected(r.error());
-    out.push_back(std::move(*r));
-  }
-  return out;
+  return ReadRows(*st, ReadSweep);
 }
 
 Result<OverrideRecord> Store::UpsertOverride(const OverrideRecord& o) {
