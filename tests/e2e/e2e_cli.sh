@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The CLI against a live daemon, command by command, with exit codes; `sweep --local` without a
-# daemon; online backup (endpoint and CLI) giving a database that passes integrity_check; and
-# blocktuned refusing a corrupt database with exit code 3 without touching the file.
+# daemon (random, then transfer on the same database); online backup (endpoint and CLI) giving a
+# database that passes integrity_check; and blocktuned refusing a corrupt database with exit
+# code 3 without touching the file.
 # Usage: e2e_cli.sh BUILD_DIR
 set -euo pipefail
 build=$1
@@ -91,4 +92,11 @@ expect_rc 0 "$bt" sweep --local --db "$work/local.db" matmul --shape m=16,n=16,k
   --min-repetition-ms 1 --repetitions 2 --json
 grep -q '"status":"done"' "$work/out"
 [[ $(sqlite3 "$work/local.db" "SELECT COUNT(*) FROM measurements") == 2 ]]
+# The transfer strategy on the same database, whose random sweep is its prior: the strategy
+# name passes the API, the CLI and the schema's CHECK, and the search keeps to its budget.
+expect_rc 0 "$bt" sweep --local --db "$work/local.db" matmul --shape m=64,n=64,k=64 --strategy transfer --budget 3 \
+  --min-repetition-ms 1 --repetitions 2 --json
+grep -q '"strategy":"transfer"' "$work/out"
+grep -q '"status":"done"' "$work/out"
+[[ $(sqlite3 "$work/local.db" "SELECT COUNT(*) FROM measurements WHERE sweep_id = 2") == 3 ]]
 echo PASS
