@@ -139,14 +139,17 @@ constexpr char kMeasurementColumns[] =
     "SELECT id, sweep_id, bucket, problem, config, outcome, detail, iterations, COALESCE(median_ns, 0), "
     "COALESCE(cv, 0), COALESCE(max_abs_err, 0), COALESCE(max_rel_err, 0), created_at FROM measurements ";
 constexpr char kSelectMeasurementPageSql[] = "WHERE sweep_id = ? AND id > ? ORDER BY id LIMIT ?";
-// The transfer prior of sweep ?: passing measurements of earlier sweeps of the same kernel,
-// dtype, hardware, thread count and bucketing, made before this sweep was created (so the
-// prior, and with it the strategy's choices, are the same when the sweep resumes).
+// The transfer prior of the task with ordinal ?2 of sweep ?1: passing measurements of earlier
+// sweeps of the same kernel, dtype, hardware, thread count and bucketing, and of this sweep's
+// buckets before this one. The runner leases tasks in (sweep, ordinal) order, so all of these
+// are finished when the task starts and the same when it resumes.
 constexpr char kSelectPriorSql[] =
-    "WHERE outcome = 'ok' AND median_ns > 0 AND created_at <= (SELECT created_at FROM sweeps WHERE id = ?1) "
-    "AND sweep_id IN (SELECT o.id FROM sweeps o JOIN sweeps s ON s.id = ?1 WHERE o.id < s.id AND "
+    "WHERE outcome = 'ok' AND median_ns > 0 AND ("
+    "sweep_id IN (SELECT o.id FROM sweeps o JOIN sweeps s ON s.id = ?1 WHERE o.id < s.id AND "
     "o.kernel = s.kernel AND o.dtype = s.dtype AND o.hardware_id = s.hardware_id AND o.threads = s.threads AND "
-    "o.bucket_version = s.bucket_version) ORDER BY id";
+    "o.bucket_version = s.bucket_version) OR "
+    "(sweep_id = ?1 AND bucket IN (SELECT bucket FROM sweep_tasks WHERE sweep_id = ?1 AND ordinal < ?2))) "
+    "ORDER BY id";
 constexpr char kSelectSamplesRangeSql[] =
     "SELECT measurement_id, ns_per_iteration FROM samples WHERE measurement_id BETWEEN ? AND ? "
     "ORDER BY measurement_id, repetition";
@@ -834,11 +837,11 @@ Result<SweepProgress> Store::GetProgress(int64_t sweep_id) {
   return p;
 }
 
-Result<std::vector<tuner::Measurement>> Store::ListPriorMeasurements(int64_t sweep_id) {
+Result<std::vector<tuner::Measurement>> Store::ListPriorMeasurements(int64_t sweep_id, int before_ordinal) {
   std::lock_guard lock(mu_);
   auto st = conn_.Prepare(std::string(kMeasurementColumns) + kSelectPriorSql);
   if (!st) return std::unexpected(st.error());
-  st->Bind(1, sweep_id);
+  st->Bind(1, sweep_id).Bind(2, int64_t{before_ordinal});
   return ReadRows(*st, ReadMeasurement);
 }
 

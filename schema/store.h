@@ -121,9 +121,10 @@ class Store {
   // Inserts the measurement and its samples and updates the sweep's progress, atomically.
   Status RecordMeasurement(tuner::Measurement& m, int64_t done, int64_t total);
   Result<std::vector<tuner::Measurement>> ListMeasurements(int64_t sweep_id, const std::string& bucket);
-  // Passing measurements (no samples) of earlier sweeps with this sweep's kernel, dtype,
-  // hardware, threads and bucket version, made before it was created: the transfer prior.
-  Result<std::vector<tuner::Measurement>> ListPriorMeasurements(int64_t sweep_id);
+  // The transfer prior of a sweep's task: passing measurements (no samples) of earlier sweeps
+  // with this sweep's kernel, dtype, hardware, threads and bucket version, and of this sweep's
+  // tasks with an ordinal below `before_ordinal` (0: none of them).
+  Result<std::vector<tuner::Measurement>> ListPriorMeasurements(int64_t sweep_id, int before_ordinal = 0);
 
   // --- Durable sweeps (migration 0006) ---------------------------------------------------------
   // Creates the sweep and its tasks in one transaction. With a non-empty idempotency key, a key

@@ -38,7 +38,7 @@ class TaskSink : public tuner::SweepSink {
   }
   Status RecordFinalRound(const tuner::FinalRound& round) override { return store_.RecordFinalRound(round); }
   Result<std::vector<tuner::Measurement>> PriorMeasurements() override {
-    return store_.ListPriorMeasurements(task_.sweep_id);
+    return store_.ListPriorMeasurements(task_.sweep_id, task_.ordinal);
   }
 
  private:

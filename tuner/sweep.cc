@@ -106,23 +106,27 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
   Evaluator& evaluator = options.evaluator != nullptr ? *options.evaluator : in_process;
   if (auto s = sink.RecordEnvironment(CaptureEnvironment(options.tool_version)); !s) return std::unexpected(s.error());
 
-  // The transfer strategy's prior: earlier sweeps' landscapes, one PriorBucket per bucket.
+  // The transfer strategy's prior: the sink's stored landscapes, one PriorBucket per bucket,
+  // and each bucket of this run once its search is done.
+  std::map<std::string, std::pair<Problem, std::vector<std::pair<Config, double>>>> prior_medians;
   std::map<std::string, PriorBucket> prior_buckets;
+  const auto add_to_prior = [&](const Measurement& m) {
+    auto& [problem, medians] = prior_medians[m.bucket];
+    problem = m.problem;
+    medians.emplace_back(m.config, m.median_ns);
+  };
+  const auto rebuild_prior = [&](const std::string& bucket) {
+    const auto& [problem, medians] = prior_medians.at(bucket);
+    prior_buckets.insert_or_assign(bucket, MakePriorBucket(PriorFeatures(spec, problem), medians));
+  };
   if (request.strategy == Strategy::kTransfer) {
     auto prior = sink.PriorMeasurements();
     if (!prior) return std::unexpected(prior.error());
-    std::map<std::string, std::pair<Problem, std::vector<std::pair<Config, double>>>> by_bucket;
-    for (const Measurement& m : *prior) {
-      auto& [problem, medians] = by_bucket[m.bucket];
-      problem = m.problem;
-      medians.emplace_back(m.config, m.median_ns);
-    }
-    for (const auto& [bucket, pm] : by_bucket) {
-      prior_buckets.emplace(bucket, MakePriorBucket(PriorFeatures(spec, pm.first), pm.second));
-    }
+    for (const Measurement& m : *prior) add_to_prior(m);
+    for (const auto& [bucket, _] : prior_medians) rebuild_prior(bucket);
     spdlog::info("transfer prior kernel={} sweep={} buckets={} measurements={}{}", spec.name(), sweep_id,
                  prior_buckets.size(), prior->size(),
-                 prior_buckets.empty() ? " (none stored yet: searching like surrogate)" : "");
+                 prior_buckets.empty() ? " (none stored yet: the first bucket searches like surrogate)" : "");
   }
 
   std::vector<TunedEntry> winners;
@@ -199,6 +203,15 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       search->Tell(*next, Observation{m->outcome == Outcome::kOk, m->median_ns});
     }
     total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
+    if (request.strategy == Strategy::kTransfer) {
+      bool any = false;
+      for (const Measurement& m : results) {
+        if (m.outcome != Outcome::kOk || !(m.median_ns > 0)) continue;
+        add_to_prior(m);
+        any = true;
+      }
+      if (any) rebuild_prior(plan.bucket);
+    }
 
     // The decision round: the best few of the search, and the incumbent, timed interleaved.
     std::vector<const Measurement*> ranked;

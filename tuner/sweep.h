@@ -58,9 +58,11 @@ class SweepSink {
   // The decision round of a bucket; a resumed sweep repeats the round and records it again.
   virtual Status RecordFinalRound(const FinalRound& round) { return {}; }
   // Passing measurements of this sweep's kernel, dtype and threads on this hardware from
-  // earlier sweeps (any bucket; `problem` must be the bucket's representative problem): the
-  // transfer strategy's prior. Must not change while the sweep runs, or a resumed sweep could
-  // choose differently. Default: none (transfer then searches like surrogate).
+  // earlier sweeps, and from buckets of this sweep planned before the ones RunSweep is given
+  // (any bucket; `problem` must be the bucket's representative problem): the transfer
+  // strategy's prior. RunSweep adds each bucket it finishes to the prior of the next. It must
+  // not change while the sweep runs, or a resumed sweep could choose differently. Default:
+  // none (transfer then searches like surrogate until a bucket of this run is finished).
   virtual Result<std::vector<Measurement>> PriorMeasurements() { return std::vector<Measurement>{}; }
 };
 

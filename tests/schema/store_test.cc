@@ -8,9 +8,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <filesystem>
-#include <thread>
 #include <fstream>
 #include <sstream>
 
@@ -151,9 +149,10 @@ TEST_F(StoreTest, SweepLifecycleAndMeasurementsRoundTrip) {
   EXPECT_EQ(st.GetSweep(*id + 100).error().code, ErrorCode::kNotFound);
 }
 
-// The transfer prior of a sweep: passing measurements of earlier sweeps with the same kernel,
-// dtype, hardware and threads; not its own, not a later sweep's, not another thread count's.
-TEST_F(StoreTest, PriorMeasurementsComeFromEarlierMatchingSweepsOnly) {
+// The transfer prior of a sweep's task: passing measurements of earlier sweeps with the same
+// kernel, dtype, hardware and threads, and of the sweep's own earlier tasks; not a later
+// sweep's, not another thread count's, not the task's own bucket or later ones.
+TEST_F(StoreTest, PriorMeasurementsComeFromEarlierMatchingSweepsAndTasks) {
   auto s = Store::Open(path_);
   ASSERT_TRUE(s);
   Store& st = **s;
@@ -196,11 +195,16 @@ TEST_F(StoreTest, PriorMeasurementsComeFromEarlierMatchingSweepsOnly) {
   auto prior_d = st.ListPriorMeasurements(d);
   ASSERT_TRUE(prior_d);
   EXPECT_EQ(prior_d->size(), 3u);  // a's two and c's
-  // A measurement an earlier sweep records after this sweep was created is not in its prior,
-  // so a resumed sweep sees the prior it started with.
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // created_at has millisecond resolution
-  record(a, "m1_n2_k4", 96, tuner::Outcome::kOk);
-  EXPECT_EQ(st.ListPriorMeasurements(c)->size(), 2u);
+
+  // d's tasks: its second bucket's prior adds what d measured in its first, not in itself.
+  ASSERT_TRUE(st.AddTasks(d, {TaskPlan{"m1_n2_k4", NamedInts({{"m", 1}, {"n", 2}, {"k", 4}}), 1},
+                              TaskPlan{"m64_n32_k16", NamedInts({{"m", 64}, {"n", 32}, {"k", 16}}), 1}}));
+  record(d, "m1_n2_k4", 112, tuner::Outcome::kOk);
+  record(d, "m64_n32_k16", 128, tuner::Outcome::kOk);
+  EXPECT_EQ(st.ListPriorMeasurements(d, 0)->size(), 3u);
+  EXPECT_EQ(st.ListPriorMeasurements(d, 1)->size(), 4u);
+  auto second = st.ListPriorMeasurements(d, 1);
+  EXPECT_EQ(second->back().config.Get("block_m"), 112);
 }
 
 TEST_F(StoreTest, TunedEntriesUpsertAndListInKeyOrder) {

@@ -334,6 +334,27 @@ TEST(RunSweep, TransferUsesTheSinksPriorFromOtherBuckets) {
   EXPECT_EQ(eval.measured.size(), 2u * 3);
 }
 
+// With nothing stored, a transfer sweep's first bucket is searched like surrogate and becomes
+// the prior of the next: the second bucket (the same bowl) measures the minimum right after
+// the default.
+TEST(RunSweep, TransferLearnsFromTheSweepsOwnEarlierBuckets) {
+  GridSpec spec;
+  MemorySink sink;
+  OracleEvaluator eval;
+  SweepOptions options;
+  options.evaluator = &eval;
+  auto winners = RunSweep(GridRequest(Strategy::kTransfer, 18), 1, spec, HardwareProfile::Detect(1), sink, options);
+  ASSERT_TRUE(winners) << winners.error().ToString();
+  ASSERT_EQ(winners->size(), 2u);
+  std::vector<Config> second;
+  for (const Measurement& m : sink.stored) {
+    if (m.bucket == (*winners)[1].bucket && m.outcome != Outcome::kInvalid) second.push_back(m.config);
+  }
+  ASSERT_GE(second.size(), 2u);
+  EXPECT_EQ(second[0], spec.DefaultConfig());
+  EXPECT_EQ(second[1], NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
+}
+
 // A sweep stopped after k measurements and resumed measures nothing twice and ends exactly as
 // an uninterrupted one: same measurements in the same order, same winners.
 TEST(RunSweep, EveryStrategyResumesWithoutMeasuringAnythingTwice) {
