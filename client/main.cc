@@ -325,6 +325,7 @@ struct SimulateArgs {
   double threshold = 0.98;
   std::string export_path;
   bool curves = false;
+  bool sequential_prior = false;
 };
 
 int RunSimulate(const Common& c, const SimulateArgs& a) {
@@ -355,6 +356,10 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
   opt.seeds = a.seeds;
   opt.first_seed = static_cast<uint64_t>(a.first_seed);
   opt.threshold = a.threshold;
+  opt.sequential_prior = a.sequential_prior;
+  if (opt.sequential_prior && opt.strategy != tuner::Strategy::kTransfer) {
+    return Fail(kExitUsage, "--sequential-prior applies to --strategy transfer only");
+  }
   auto report = tuner::Simulate(*buckets, opt);
   if (!report) return Fail(kExitUsage, report.error().ToString());
   if (c.json) {
@@ -561,6 +566,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0.001, 1.0));
   simulate_cmd->add_option("--seeds", simulate.seeds, "runs per bucket (seeds 1..N)")->capture_default_str()->check(CLI::Range(1, 100000));
   simulate_cmd->add_option("--first-seed", simulate.first_seed, "first seed")->capture_default_str();
+  simulate_cmd->add_flag("--sequential-prior", simulate.sequential_prior,
+                        "transfer: each bucket's prior is only the buckets before it in the data, as far as this "
+                        "replay measured them (one sweep on a machine with nothing stored)");
   simulate_cmd->add_option("--threshold", simulate.threshold, "best/optimum counted as a hit")->capture_default_str()->check(CLI::Range(0.0, 1.0));
   simulate_cmd->add_option("--export", simulate.export_path, "also write the loaded measurements to this file (the --data format)");
   simulate_cmd->add_flag("--curves", simulate.curves, "print best/optimum after each evaluation");

@@ -301,6 +301,30 @@ TEST(Search, TransferFindsTheMinimumTheNeighbouringBucketsPredict) {
   EXPECT_GT(EvaluationsToFind(*surrogate, space, *target, 4, 5), 5);
 }
 
+// A prior that measured less than half of this space (a first sweep's tenth of each bucket)
+// ranks too few configs to be trusted: transfer then asks exactly what surrogate asks.
+TEST(Search, TransferWithAThinPriorSearchesLikeSurrogate) {
+  GridSpec spec;
+  const SearchSpace space = GridSpace(spec);
+  std::vector<std::pair<Config, double>> few;
+  for (size_t i = 0; i < space.size() / 3; ++i) few.emplace_back(space.config(i), BowlCost(space.config(i), 3));
+  SearchPrior prior;
+  prior.features = {std::log2(1.0 + 4096)};
+  prior.buckets = {MakePriorBucket({std::log2(1.0 + 1024)}, few)};
+  const auto start = space.Find(spec.DefaultConfig());
+  auto transfer = MakeSearch(Strategy::kTransfer, space, start, 1, 18, prior);
+  auto surrogate = MakeSearch(Strategy::kSurrogate, space, start, 1, 18);
+  for (int e = 0; e < 18; ++e) {
+    auto a = transfer->Ask();
+    auto b = surrogate->Ask();
+    ASSERT_TRUE(a && b);
+    ASSERT_EQ(*a, *b) << "evaluation " << e;
+    const Observation o{true, BowlCost(space.config(*a), 6)};
+    transfer->Tell(*a, o);
+    surrogate->Tell(*b, o);
+  }
+}
+
 // The most alike bucket (same n) has its minimum at x = 1, but this bucket's is at x = 6, as
 // in a less alike one: after a few measurements contradict the first, its weight collapses and
 // the search still finds x = 6 within a tenth of the space.
@@ -336,14 +360,14 @@ TEST(RunSweep, TransferUsesTheSinksPriorFromOtherBuckets) {
 
 // With nothing stored, a transfer sweep's first bucket is searched like surrogate and becomes
 // the prior of the next: the second bucket (the same bowl) measures the minimum right after
-// the default.
+// the default. (100 evaluations, so the first bucket covers more than half the space.)
 TEST(RunSweep, TransferLearnsFromTheSweepsOwnEarlierBuckets) {
   GridSpec spec;
   MemorySink sink;
   OracleEvaluator eval;
   SweepOptions options;
   options.evaluator = &eval;
-  auto winners = RunSweep(GridRequest(Strategy::kTransfer, 18), 1, spec, HardwareProfile::Detect(1), sink, options);
+  auto winners = RunSweep(GridRequest(Strategy::kTransfer, 100), 1, spec, HardwareProfile::Detect(1), sink, options);
   ASSERT_TRUE(winners) << winners.error().ToString();
   ASSERT_EQ(winners->size(), 2u);
   std::vector<Config> second;
@@ -757,6 +781,36 @@ TEST(Simulate, CheckedInExhaustiveSweeps) {
     // Deterministic: the same replay gives the same figures.
     auto again = Simulate(mine, o);
     EXPECT_EQ(again->strategy_mean_ratio, r->strategy_mean_ratio);
+  }
+}
+
+// The same data replayed as one transfer sweep of every bucket on a machine with nothing
+// stored (--sequential-prior): each bucket's prior is what the replay measured in the buckets
+// before it, a tenth of each, too thin to trust, so transfer searches like surrogate and does
+// as well as it (flash_attention 58.3%, matmul 100%), never worse than random on the mean.
+TEST(Simulate, SequentialPriorOnTheCheckedInSweeps) {
+  std::ifstream in(std::string(BLOCKTUNE_SOURCE_DIR) + "/tests/data/exhaustive_matmul_flash.tsv", std::ios::binary);
+  ASSERT_TRUE(in);
+  std::ostringstream text;
+  text << in.rdbuf();
+  auto buckets = ParseStoredBuckets(text.str());
+  ASSERT_TRUE(buckets);
+  for (const char* kernel : {"matmul", "flash_attention"}) {
+    std::vector<StoredBucket> mine;
+    for (const auto& b : *buckets) {
+      if (b.kernel == kernel) mine.push_back(b);
+    }
+    SimulateOptions o;
+    o.budget_fraction = 0.1;
+    o.seeds = 5;
+    o.strategy = Strategy::kSurrogate;
+    auto surrogate = Simulate(mine, o);
+    o.strategy = Strategy::kTransfer;
+    o.sequential_prior = true;
+    auto sequential = Simulate(mine, o);
+    ASSERT_TRUE(surrogate && sequential);
+    EXPECT_GE(sequential->strategy_mean_ratio, surrogate->strategy_mean_ratio - 1e-12) << kernel;
+    EXPECT_GE(sequential->strategy_mean_ratio, sequential->random_mean_ratio) << kernel;
   }
 }
 

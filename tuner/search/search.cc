@@ -356,7 +356,8 @@ class SurrogateSearch final : public SearchStrategy {
 // differs between buckets, and a hypothesis that orders everything measured so far correctly
 // keeps its full weight). The next config is the unmeasured one with the lowest weighted-mean
 // relative cost. It measures the default first, like every strategy. With no prior (the first
-// bucket ever swept for this key) it searches like surrogate.
+// bucket ever swept for this key), or one covering less than kMinCoverage of this space, it
+// searches like surrogate.
 //
 // kMisrankPenalty = 5: each misordered pair costs a hypothesis 99% of its weight, so two or
 // three contradicting measurements hand the search to the buckets that agree. Scored with
@@ -405,6 +406,22 @@ class TransferSearch final : public SearchStrategy {
         }
       }
     }
+    // Transfer only ranks configs some prior bucket measured. When those are too few of this
+    // space (a first sweep on a new machine, whose earlier buckets measured a tenth each), the
+    // best config is likely outside them, and a search that models this bucket alone does
+    // better.
+    size_t covered = 0;
+    for (size_t i = 0; i < space.size(); ++i) {
+      for (size_t b = 0; b < nb; ++b) {
+        if (std::isfinite(relative_[b][i])) {
+          ++covered;
+          break;
+        }
+      }
+    }
+    if (static_cast<double>(covered) < kMinCoverage * static_cast<double>(space.size())) {
+      fallback_ = std::make_unique<SurrogateSearch>(space, start, seed, budget);
+    }
   }
 
   std::optional<size_t> Ask() override {
@@ -427,6 +444,7 @@ class TransferSearch final : public SearchStrategy {
 
  private:
   static constexpr double kMisrankPenalty = 5.0;
+  static constexpr double kMinCoverage = 0.5;
 
   // Posterior log weight of each prior bucket given the finite costs measured so far.
   std::vector<double> LogPosterior() const {

@@ -98,8 +98,8 @@ PriorBucket MakePriorBucket(std::vector<double> features, const std::vector<std:
 // `start` is the default config's index when valid (every strategy measures it first, so a
 // sweep never publishes something slower than the default it measured). `budget` is the
 // evaluation budget; model-guided strategies shift from exploring to exploiting as it runs out.
-// `prior` is read by the transfer strategy only (copied; may be empty, when transfer searches
-// like surrogate).
+// `prior` is read by the transfer strategy only (copied; when it is empty or measured less than
+// half of this space, transfer searches like surrogate).
 std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace& space, std::optional<size_t> start,
                                            uint64_t seed, int64_t budget, const SearchPrior& prior = {});
 

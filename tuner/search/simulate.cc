@@ -54,14 +54,16 @@ Result<Oracle> MakeOracle(const StoredBucket& b) {
 
 // One run: best-so-far ratio after each evaluation (budget entries; padded with the last
 // value if the strategy stops early).
+// `asked`, when given, receives the configs measured, in order.
 std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, int64_t budget,
-                           const SearchPrior& prior) {
+                           const SearchPrior& prior, std::vector<size_t>* asked = nullptr) {
   auto search = MakeSearch(strategy, o.space, o.start, seed, budget, prior);
   std::vector<double> curve;
   double best = 0;
   for (int64_t e = 0; e < budget; ++e) {
     auto next = search->Ask();
     if (!next) break;
+    if (asked != nullptr) asked->push_back(*next);
     const Observation& obs = o.answers[*next];
     search->Tell(*next, obs);
     if (obs.ok && (best == 0 || obs.median_ns < best)) best = obs.median_ns;
@@ -71,16 +73,13 @@ std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, in
   return curve;
 }
 
-StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& opt, int64_t budget,
-                    const SearchPrior& prior = {}) {
+// Mean, worst and hit rate over one curve per seed.
+StrategyScore Aggregate(const std::vector<std::vector<double>>& curves, int64_t budget, const SimulateOptions& opt) {
   StrategyScore s;
   s.curve.assign(static_cast<size_t>(budget), 0.0);
   s.min_ratio = 1.0;
   int hits = 0;
-  for (int k = 0; k < opt.seeds; ++k) {
-    // Same seed derivation as a sweep: the request seed mixed with nothing bucket-specific,
-    // so seed k means the same thing for every bucket.
-    const auto curve = Replay(o, strategy, opt.first_seed + static_cast<uint64_t>(k), budget, prior);
+  for (const auto& curve : curves) {
     for (size_t e = 0; e < curve.size(); ++e) s.curve[e] += curve[e] / opt.seeds;
     const double final_ratio = curve.empty() ? 0.0 : curve.back();
     s.mean_ratio += final_ratio / opt.seeds;
@@ -89,6 +88,17 @@ StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& o
   }
   s.hit_fraction = static_cast<double>(hits) / opt.seeds;
   return s;
+}
+
+StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& opt, int64_t budget,
+                    const SearchPrior& prior = {}) {
+  std::vector<std::vector<double>> curves;
+  for (int k = 0; k < opt.seeds; ++k) {
+    // Same seed derivation as a sweep: the request seed mixed with nothing bucket-specific,
+    // so seed k means the same thing for every bucket.
+    curves.push_back(Replay(o, strategy, opt.first_seed + static_cast<uint64_t>(k), budget, prior));
+  }
+  return Aggregate(curves, budget, opt);
 }
 
 std::string FormatDouble(double v) {
@@ -210,57 +220,99 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
     return InvalidArgument("budget fraction must be in (0, 1]", "budget_fraction");
   }
   if (options.seeds < 1) return InvalidArgument("seeds must be >= 1", "seeds");
+  const bool transfer = options.strategy == Strategy::kTransfer;
+  std::vector<Oracle> oracles;
+  std::vector<int64_t> budgets;
+  std::vector<std::vector<double>> features(buckets.size());
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const StoredBucket& b = buckets[i];
+    auto oracle = MakeOracle(b);
+    if (!oracle) return std::unexpected(oracle.error());
+    // Rounded up: 10% of a 48-config space is 5 evaluations, not 4.
+    budgets.push_back(std::max<int64_t>(
+        1, static_cast<int64_t>(std::ceil(options.budget_fraction * static_cast<double>(oracle->space.size()) - 1e-9))));
+    oracles.push_back(std::move(*oracle));
+    if (transfer) {
+      auto problem = FindKernel(b.kernel)->ProblemFromBucket(b.dtype, b.bucket);
+      if (!problem) {
+        return InvalidArgument("bucket id " + b.bucket + " of " + b.kernel + ": " + problem.error().message, "bucket");
+      }
+      features[i] = PriorFeatures(*FindKernel(b.kernel), *problem);
+    }
+  }
+  // Buckets j whose landscapes may be bucket i's prior: same kernel, hardware and dtype.
+  const auto same_key = [&](size_t i, size_t j) {
+    return j != i && buckets[j].kernel == buckets[i].kernel && buckets[j].hardware_key == buckets[i].hardware_key &&
+           buckets[j].dtype == buckets[i].dtype && buckets[j].bucket != buckets[i].bucket;
+  };
+  // A prior bucket from bucket j's stored answers at the given space indices (all when null).
+  const auto prior_of = [&](size_t j, const std::vector<size_t>* only) {
+    std::vector<std::pair<Config, double>> medians;
+    const Oracle& o = oracles[j];
+    const auto add = [&](size_t k) {
+      if (o.answers[k].ok) medians.emplace_back(o.space.config(k), o.answers[k].median_ns);
+    };
+    if (only != nullptr) {
+      for (size_t k : *only) add(k);
+    } else {
+      for (size_t k = 0; k < o.space.size(); ++k) add(k);
+    }
+    return MakePriorBucket(features[j], medians);
+  };
+
+  // curves[i][k]: bucket i, seed k.
+  std::vector<std::vector<std::vector<double>>> curves(buckets.size());
+  if (transfer && options.sequential_prior) {
+    for (int k = 0; k < options.seeds; ++k) {
+      std::vector<std::vector<size_t>> asked(buckets.size());
+      for (size_t i = 0; i < buckets.size(); ++i) {
+        SearchPrior prior{features[i], {}};
+        for (size_t j = 0; j < i; ++j) {
+          if (!same_key(i, j)) continue;
+          PriorBucket pb = prior_of(j, &asked[j]);
+          if (!pb.relative_cost.empty()) prior.buckets.push_back(std::move(pb));
+        }
+        curves[i].push_back(
+            Replay(oracles[i], options.strategy, options.first_seed + static_cast<uint64_t>(k), budgets[i], prior, &asked[i]));
+      }
+    }
+  } else {
+    // Transfer's prior for bucket i: every other bucket of the same key, fully measured
+    // (leave-one-out, so a bucket never predicts itself).
+    std::vector<PriorBucket> full(buckets.size());
+    if (transfer) {
+      for (size_t j = 0; j < buckets.size(); ++j) full[j] = prior_of(j, nullptr);
+    }
+    for (size_t i = 0; i < buckets.size(); ++i) {
+      SearchPrior prior{features[i], {}};
+      for (size_t j = 0; transfer && j < buckets.size(); ++j) {
+        if (same_key(i, j) && !full[j].relative_cost.empty()) prior.buckets.push_back(full[j]);
+      }
+      for (int k = 0; k < options.seeds; ++k) {
+        curves[i].push_back(
+            Replay(oracles[i], options.strategy, options.first_seed + static_cast<uint64_t>(k), budgets[i], prior));
+      }
+    }
+  }
+
   SimulateReport r;
   r.options = options;
   double strategy_runs = 0;
   double random_runs = 0;
-  // The transfer strategy's prior for bucket i: every other bucket of the same kernel,
-  // hardware and dtype in the data (leave-one-out, so a bucket never predicts itself).
-  std::vector<PriorBucket> priors(buckets.size());
-  if (options.strategy == Strategy::kTransfer) {
-    for (size_t i = 0; i < buckets.size(); ++i) {
-      const StoredBucket& b = buckets[i];
-      const KernelSpec* spec = FindKernel(b.kernel);
-      if (spec == nullptr) continue;  // MakeOracle reports it
-      auto problem = spec->ProblemFromBucket(b.dtype, b.bucket);
-      if (!problem) return InvalidArgument("bucket id " + b.bucket + " of " + b.kernel + ": " + problem.error().message,
-                                           "bucket");
-      std::vector<std::pair<Config, double>> medians;
-      for (const StoredConfig& c : b.configs) {
-        if (c.outcome == Outcome::kOk) medians.emplace_back(c.config, c.median_ns);
-      }
-      priors[i] = MakePriorBucket(PriorFeatures(*spec, *problem), medians);
-    }
-  }
-  for (size_t bi = 0; bi < buckets.size(); ++bi) {
-    const StoredBucket& b = buckets[bi];
-    SearchPrior prior;
-    if (options.strategy == Strategy::kTransfer) {
-      prior.features = priors[bi].features;
-      for (size_t j = 0; j < buckets.size(); ++j) {
-        const StoredBucket& o = buckets[j];
-        if (j == bi || o.kernel != b.kernel || o.hardware_key != b.hardware_key || o.dtype != b.dtype ||
-            o.bucket == b.bucket || priors[j].relative_cost.empty()) {
-          continue;
-        }
-        prior.buckets.push_back(priors[j]);
-      }
-    }
-    auto oracle = MakeOracle(b);
-    if (!oracle) return std::unexpected(oracle.error());
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const StoredBucket& b = buckets[i];
+    const Oracle& o = oracles[i];
     BucketSimulation s;
     s.kernel = b.kernel;
     s.hardware_key = b.hardware_key;
     s.dtype = b.dtype;
     s.bucket = b.bucket;
-    s.space_size = static_cast<int64_t>(oracle->space.size());
-    // Rounded up: 10% of a 48-config space is 5 evaluations, not 4.
-    s.budget = std::max<int64_t>(
-        1, static_cast<int64_t>(std::ceil(options.budget_fraction * static_cast<double>(s.space_size) - 1e-9)));
-    s.optimum_ns = oracle->optimum_ns;
-    s.optimum = oracle->space.config(oracle->optimum);
-    s.strategy = Score(*oracle, options.strategy, options, s.budget, prior);
-    s.random = Score(*oracle, Strategy::kRandom, options, s.budget);
+    s.space_size = static_cast<int64_t>(o.space.size());
+    s.budget = budgets[i];
+    s.optimum_ns = o.optimum_ns;
+    s.optimum = o.space.config(o.optimum);
+    s.strategy = Aggregate(curves[i], s.budget, options);
+    s.random = Score(o, Strategy::kRandom, options, s.budget);
     r.strategy_bucket_fraction += s.strategy.mean_ratio >= options.threshold ? 1 : 0;
     r.random_bucket_fraction += s.random.mean_ratio >= options.threshold ? 1 : 0;
     r.strategy_mean_ratio += s.strategy.mean_ratio;

@@ -63,6 +63,11 @@ struct SimulateOptions {
   int seeds = 20;                // runs per bucket, seeds first_seed .. first_seed + seeds - 1
   uint64_t first_seed = 1;
   double threshold = 0.98;       // best-found / optimum counted as a hit at or above this
+  // Transfer's prior. false: every other bucket of the same kernel, hardware and dtype in the
+  // data, fully measured (a sweep after an exhaustive one). true: only the buckets before this
+  // one in the data, and of those only what this replay's own search measured (one sweep of
+  // every bucket on a machine with nothing stored).
+  bool sequential_prior = false;
 };
 
 struct StrategyScore {
