@@ -4,9 +4,12 @@
 # sometimes mid-start, sometimes mid-measurement). Then the sweep must finish with every
 # expected (bucket, config) measured exactly once, every ok measurement carrying all its
 # samples, PRAGMA integrity_check ok, and a final SIGTERM must drain and exit 0.
-# Usage: e2e_kill9_resume.sh BUILD_DIR KILLS BUCKETS [BUDGET] [MIN_REPETITION_MS]
+# Usage: e2e_kill9_resume.sh BUILD_DIR KILLS BUCKETS [BUDGET] [MIN_REPETITION_MS] [STRATEGY]
 #   BUCKETS matmul buckets m=n=32*2^b, k=32 (b = 0..BUCKETS-1); 180 configs each.
-#   BUDGET 0: exhaustive (every config of every bucket); N: random, N configs per bucket.
+#   BUDGET 0: exhaustive (every config of every bucket); N: N configs per bucket, searched by
+#   STRATEGY (default random). A model-guided strategy's choices depend on what it measured
+#   (transfer's also on the buckets before), so a resume that replayed them differently would
+#   measure configs the first run did not and overshoot the expected count.
 set -euo pipefail
 build=$1
 kills=${2:-20}
@@ -14,7 +17,7 @@ buckets=${3:-3}
 budget=${4:-0}
 min_rep_ms=${5:-2}  # longer repetitions make the sweep outlast the kills on a fast machine
 strategy=exhaustive
-[[ $budget == 0 ]] || strategy=random
+[[ $budget == 0 ]] || strategy=${6:-random}
 work=$(mktemp -d)
 daemon_pid=
 cleanup() {
