@@ -8,7 +8,11 @@
 #     tab-separated file tests/data/ uses.
 #
 #   deploy/independent-sweeps.sh [--out DIR] [--min-repetition-ms MS] [--repetitions N]
-#                                [--rt] [--parallel]
+#                                [--rt] [--parallel] [--kernels matmul,flash_attention]
+#
+# --kernels picks the kernels (default both; flash_attention alone takes 3.5 min a pair under
+# --rt). In each database the sweeps are numbered in that order: matmul 1 and flash_attention 2,
+# or 1 for a kernel swept alone.
 #
 # Takes ~30 minutes per sweep pair on a 2-core box (12 + 12 buckets, 180 and 48 configs each).
 # Runs under nice by default; the figures mean most on an otherwise idle machine. --rt runs
@@ -23,6 +27,7 @@ min_ms=10
 reps=5
 prio=(nice -n 15)
 parallel=0
+kernels=matmul,flash_attention
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -30,9 +35,15 @@ while [[ $# -gt 0 ]]; do
     --repetitions) reps=$2; shift 2 ;;
     --rt) prio=(chrt -f 10); shift ;;
     --parallel) parallel=1; shift ;;
-    *) echo "usage: $0 [--out DIR] [--min-repetition-ms MS] [--repetitions N] [--rt] [--parallel]" >&2; exit 2 ;;
+    --kernels) kernels=$2; shift 2 ;;
+    *) echo "usage: $0 [--out DIR] [--min-repetition-ms MS] [--repetitions N] [--rt] [--parallel] [--kernels LIST]" >&2; exit 2 ;;
   esac
 done
+selected=()
+for kernel in matmul flash_attention; do
+  [[ ,$kernels, == *,$kernel,* ]] && selected+=("$kernel")
+done
+[[ ${#selected[@]} -gt 0 ]] || { echo "--kernels: give matmul and/or flash_attention" >&2; exit 2; }
 bin=build
 [[ -x $bin/server/blocktuned && -x $bin/client/blocktune ]] || { echo "build first: deploy/build.sh" >&2; exit 1; }
 mkdir -p "$out"
@@ -60,8 +71,12 @@ one_run() {  # run
   for _ in $(seq 100); do [[ -s $dir/port ]] && break; sleep 0.1; done
   [[ -s $dir/port ]] || { echo "daemon did not start"; cat "$dir/daemon.log"; exit 1; }
   local S=(--server "http://127.0.0.1:$(cat "$dir/port")" --token-file "$dir/token")
-  "$bin/client/blocktune" sweep matmul "${S[@]}" --threads 1 --seed "$run" "${MM[@]}" 2>/dev/null
-  "$bin/client/blocktune" sweep flash_attention "${S[@]}" --threads 1 --seed "$run" "${FA[@]}" 2>/dev/null
+  if [[ ,$kernels, == *,matmul,* ]]; then
+    "$bin/client/blocktune" sweep matmul "${S[@]}" --threads 1 --seed "$run" "${MM[@]}" 2>/dev/null
+  fi
+  if [[ ,$kernels, == *,flash_attention,* ]]; then
+    "$bin/client/blocktune" sweep flash_attention "${S[@]}" --threads 1 --seed "$run" "${FA[@]}" 2>/dev/null
+  fi
   kill "$pid"
   wait "$pid" || true
 }
@@ -74,15 +89,16 @@ else
   one_run 2
 fi
 
-for id_kernel in "1 matmul" "2 flash_attention"; do
-  read -r id kernel <<<"$id_kernel"
+id=0
+for kernel in "${selected[@]}"; do
+  id=$((id + 1))
   echo "== $kernel: sweep A (run1) vs sweep B (run2)"
   "$bin/client/blocktune" sweeps compare --db-a "$out/run1/blocktune.db" --sweep-a "$id" \
     --db-b "$out/run2/blocktune.db" --sweep-b "$id" | tail -1
 done
 "$bin/client/blocktune" simulate --db "$out/run1/blocktune.db" --db "$out/run2/blocktune.db" \
   --export "$out/exhaustive_matmul_flash.tsv" >/dev/null
-for kernel in matmul flash_attention; do
+for kernel in "${selected[@]}"; do
   for strategy in anneal surrogate transfer; do
     echo "== $kernel $strategy"
     "$bin/client/blocktune" simulate --data "$out/exhaustive_matmul_flash.tsv" --kernel "$kernel" \
