@@ -635,7 +635,8 @@ Result<CreatedSweep> Store::CreateSweepWithTasks(const tuner::SweepRequest& requ
                                                  int bucket_version, const std::string& tool_version,
                                                  const std::vector<TaskPlan>& tasks,
                                                  const std::string& idempotency_key,
-                                                 const std::string& canonical_request) {
+                                                 const std::string& canonical_request,
+                                                 const std::function<Status()>& admit) {
   std::lock_guard lock(mu_);
   CreatedSweep out;
   auto s = InTransaction([&]() -> Status {
@@ -654,6 +655,9 @@ Result<CreatedSweep> Store::CreateSweepWithTasks(const tuner::SweepRequest& requ
         out.created = false;
         return {};
       }
+    }
+    if (admit) {
+      if (auto s = admit(); !s) return s;
     }
     auto st = conn_.Prepare(kInsertSweepSql);
     if (!st) return std::unexpected(st.error());

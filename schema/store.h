@@ -129,11 +129,13 @@ class Store {
   // --- Durable sweeps (migration 0006) ---------------------------------------------------------
   // Creates the sweep and its tasks in one transaction. With a non-empty idempotency key, a key
   // seen before returns that sweep (created = false) if `canonical_request` matches, and
-  // already_exists if it does not.
+  // already_exists if it does not. `admit`, if given, is asked (inside the transaction) only
+  // when a new sweep would be created; its error is returned and nothing is stored.
   Result<CreatedSweep> CreateSweepWithTasks(const tuner::SweepRequest& request, int64_t hardware_id,
                                             int bucket_version, const std::string& tool_version,
                                             const std::vector<TaskPlan>& tasks, const std::string& idempotency_key,
-                                            const std::string& canonical_request);
+                                            const std::string& canonical_request,
+                                            const std::function<Status()>& admit = {});
   // Adds tasks to a sweep that has none (sweeps queued before migration 0006).
   Status AddTasks(int64_t sweep_id, const std::vector<TaskPlan>& tasks);
   Result<std::vector<TaskRecord>> ListTasks(int64_t sweep_id);

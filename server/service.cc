@@ -186,16 +186,20 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
   hw.threads = request.threads;
   auto tasks = Plan(request, hw);
   if (!tasks) return std::unexpected(tasks.error());
-  if (!TakeSweepToken()) {
+  auto hw_id = store_->UpsertHardware(hw);
+  if (!hw_id) return std::unexpected(hw_id.error());
+  // The rate limit applies only when a sweep is about to be created: a replayed
+  // Idempotency-Key returns the first sweep without a token, so a client retrying after a lost
+  // reply is never throttled by its own retries.
+  const auto admit = [this]() -> Status {
+    if (TakeSweepToken()) return {};
     return MakeError(ErrorCode::kResourceExhausted,
                      "too many sweeps created; at most " + std::to_string(static_cast<int>(options_.sweeps_per_minute)) +
                          " per minute",
                      "");
-  }
-  auto hw_id = store_->UpsertHardware(hw);
-  if (!hw_id) return std::unexpected(hw_id.error());
+  };
   auto created = store_->CreateSweepWithTasks(request, *hw_id, spec->bucket_version(), options_.tool_version, *tasks,
-                                              idempotency_key, canonical_request);
+                                              idempotency_key, canonical_request, admit);
   if (!created) return std::unexpected(created.error());
   if (created->created) {
     spdlog::info("sweep queued id={} kernel={} buckets={} threads={} strategy={}", created->id, request.kernel,

@@ -394,5 +394,17 @@ TEST_F(RateLimited, SweepCreationIsRateLimited) {
   EXPECT_EQ(body["error"]["code"], "resource_exhausted");
 }
 
+// Retries of one Idempotency-Key return the first sweep and cost no token, even once the
+// tokens are spent, so a client retrying after a lost reply is not throttled by its own retries.
+TEST_F(RateLimited, IdempotentReplaysCostNoToken) {
+  const int64_t first = CreateTinySweep("retry-key");
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(CreateTinySweep("retry-key"), first);
+  EXPECT_GT(CreateTinySweep("", 16), first);  // the burst's second token was still there
+  const std::string body8 = R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],"strategy":"random","budget":1})";
+  auto [status, body] = Send("POST", "/v1/sweeps", body8, Auth());
+  EXPECT_EQ(status, 429) << body.dump();  // no token left for a new sweep
+  EXPECT_EQ(CreateTinySweep("retry-key"), first);  // but a replay still answers
+}
+
 }  // namespace
 }  // namespace blocktune::server
