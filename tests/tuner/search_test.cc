@@ -143,6 +143,14 @@ SweepRequest GridRequest(Strategy strategy, int64_t budget) {
   return r;
 }
 
+// RunSweep of the grid kernel as sweep 1, answered by `eval`.
+Result<std::vector<TunedEntry>> RunGridSweep(const SweepRequest& request, MemorySink& sink, OracleEvaluator& eval) {
+  SweepOptions options;
+  options.evaluator = &eval;
+  const GridSpec spec;
+  return RunSweep(request, 1, spec, HardwareProfile::Detect(1), sink, options);
+}
+
 SearchSpace GridSpace(const GridSpec& spec) {
   std::vector<Config> valid;
   for (const Config& c : spec.ConfigSpace()) {
@@ -283,43 +291,46 @@ TEST(Search, PriorBucketsAreRelativeLogCostsWithTheLowestMedianPerConfig) {
   EXPECT_EQ(PriorFeatures(spec, problem), std::vector<double>{8.0});
 }
 
+// The grid searched as the bucket n = 4096, with a prior of other buckets' bowls.
+class TransferTest : public ::testing::Test {
+ protected:
+  TransferTest() : space_(GridSpace(spec_)), start_(space_.Find(spec_.DefaultConfig())) {
+    prior_.features = {std::log2(1.0 + 4096)};
+  }
+  size_t At(int64_t x) const { return *space_.Find(NamedInts({{"x", x}, {"y", 4}, {"z", 64}})); }
+  std::unique_ptr<SearchStrategy> Make(Strategy s, int64_t budget) const {
+    return MakeSearch(s, space_, start_, 1, budget, prior_);
+  }
+
+  GridSpec spec_;
+  SearchSpace space_;
+  std::optional<size_t> start_;
+  SearchPrior prior_;
+};
+
 // Buckets either side of this one (n = 2^10 and 2^14 around 2^12) have their minima at x = 3
 // and x = 5; their average puts this bucket's at x = 4, which transfer measures second, right
 // after the default. Without the prior (surrogate) the same budget does not get there.
-TEST(Search, TransferFindsTheMinimumTheNeighbouringBucketsPredict) {
-  GridSpec spec;
-  const SearchSpace space = GridSpace(spec);
-  const auto target = space.Find(NamedInts({{"x", 4}, {"y", 4}, {"z", 64}}));
-  ASSERT_TRUE(target);
-  SearchPrior prior;
-  prior.features = {std::log2(1.0 + 4096)};
-  prior.buckets = {BowlPrior(space, 1024, 3), BowlPrior(space, 16384, 5), BowlPrior(space, 1 << 20, 8)};
-  const auto start = space.Find(spec.DefaultConfig());
-  auto transfer = MakeSearch(Strategy::kTransfer, space, start, 1, 5, prior);
-  EXPECT_EQ(EvaluationsToFind(*transfer, space, *target, 4, 5), 2);
-  auto surrogate = MakeSearch(Strategy::kSurrogate, space, start, 1, 5);
-  EXPECT_GT(EvaluationsToFind(*surrogate, space, *target, 4, 5), 5);
+TEST_F(TransferTest, FindsTheMinimumTheNeighbouringBucketsPredict) {
+  prior_.buckets = {BowlPrior(space_, 1024, 3), BowlPrior(space_, 16384, 5), BowlPrior(space_, 1 << 20, 8)};
+  EXPECT_EQ(EvaluationsToFind(*Make(Strategy::kTransfer, 5), space_, At(4), 4, 5), 2);
+  EXPECT_GT(EvaluationsToFind(*Make(Strategy::kSurrogate, 5), space_, At(4), 4, 5), 5);
 }
 
 // A prior that measured less than half of this space (a first sweep's tenth of each bucket)
 // ranks too few configs to be trusted: transfer then asks exactly what surrogate asks.
-TEST(Search, TransferWithAThinPriorSearchesLikeSurrogate) {
-  GridSpec spec;
-  const SearchSpace space = GridSpace(spec);
+TEST_F(TransferTest, WithAThinPriorSearchesLikeSurrogate) {
   std::vector<std::pair<Config, double>> few;
-  for (size_t i = 0; i < space.size() / 3; ++i) few.emplace_back(space.config(i), BowlCost(space.config(i), 3));
-  SearchPrior prior;
-  prior.features = {std::log2(1.0 + 4096)};
-  prior.buckets = {MakePriorBucket({std::log2(1.0 + 1024)}, few)};
-  const auto start = space.Find(spec.DefaultConfig());
-  auto transfer = MakeSearch(Strategy::kTransfer, space, start, 1, 18, prior);
-  auto surrogate = MakeSearch(Strategy::kSurrogate, space, start, 1, 18);
+  for (size_t i = 0; i < space_.size() / 3; ++i) few.emplace_back(space_.config(i), BowlCost(space_.config(i), 3));
+  prior_.buckets = {MakePriorBucket({std::log2(1.0 + 1024)}, few)};
+  auto transfer = Make(Strategy::kTransfer, 18);
+  auto surrogate = Make(Strategy::kSurrogate, 18);
   for (int e = 0; e < 18; ++e) {
     auto a = transfer->Ask();
     auto b = surrogate->Ask();
     ASSERT_TRUE(a && b);
     ASSERT_EQ(*a, *b) << "evaluation " << e;
-    const Observation o{true, BowlCost(space.config(*a), 6)};
+    const Observation o{true, BowlCost(space_.config(*a), 6)};
     transfer->Tell(*a, o);
     surrogate->Tell(*b, o);
   }
@@ -328,30 +339,19 @@ TEST(Search, TransferWithAThinPriorSearchesLikeSurrogate) {
 // The most alike bucket (same n) has its minimum at x = 1, but this bucket's is at x = 6, as
 // in a less alike one: after a few measurements contradict the first, its weight collapses and
 // the search still finds x = 6 within a tenth of the space.
-TEST(Search, TransferMeasurementsOverruleAMisleadingPrior) {
-  GridSpec spec;
-  const SearchSpace space = GridSpace(spec);
-  const auto target = space.Find(NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
-  ASSERT_TRUE(target);
-  SearchPrior prior;
-  prior.features = {std::log2(1.0 + 4096)};
-  prior.buckets = {BowlPrior(space, 4096, 1), BowlPrior(space, 1 << 18, 6)};
-  auto transfer = MakeSearch(Strategy::kTransfer, space, space.Find(spec.DefaultConfig()), 1, 18, prior);
-  EXPECT_LE(EvaluationsToFind(*transfer, space, *target, 6, 18), 6);
+TEST_F(TransferTest, MeasurementsOverruleAMisleadingPrior) {
+  prior_.buckets = {BowlPrior(space_, 4096, 1), BowlPrior(space_, 1 << 18, 6)};
+  EXPECT_LE(EvaluationsToFind(*Make(Strategy::kTransfer, 18), space_, At(6), 6, 18), 6);
 }
 
 // A sweep with the transfer strategy reads its prior from the sink once, leaves each bucket's
 // own earlier measurements out of that bucket's prior, and finds the bowl's minimum in both
 // buckets with far fewer evaluations than the default budget.
 TEST(RunSweep, TransferUsesTheSinksPriorFromOtherBuckets) {
-  GridSpec spec;
-  const SearchSpace space = GridSpace(spec);
   MemorySink sink;
-  sink.prior = GridPrior(space, 6);
+  sink.prior = GridPrior(GridSpace(GridSpec()), 6);
   OracleEvaluator eval;
-  SweepOptions options;
-  options.evaluator = &eval;
-  auto winners = RunSweep(GridRequest(Strategy::kTransfer, 3), 1, spec, HardwareProfile::Detect(1), sink, options);
+  auto winners = RunGridSweep(GridRequest(Strategy::kTransfer, 3), sink, eval);
   ASSERT_TRUE(winners) << winners.error().ToString();
   ASSERT_EQ(winners->size(), 2u);
   for (const auto& w : *winners) EXPECT_EQ(w.config, NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
@@ -362,12 +362,9 @@ TEST(RunSweep, TransferUsesTheSinksPriorFromOtherBuckets) {
 // the prior of the next: the second bucket (the same bowl) measures the minimum right after
 // the default. (100 evaluations, so the first bucket covers more than half the space.)
 TEST(RunSweep, TransferLearnsFromTheSweepsOwnEarlierBuckets) {
-  GridSpec spec;
   MemorySink sink;
   OracleEvaluator eval;
-  SweepOptions options;
-  options.evaluator = &eval;
-  auto winners = RunSweep(GridRequest(Strategy::kTransfer, 100), 1, spec, HardwareProfile::Detect(1), sink, options);
+  auto winners = RunGridSweep(GridRequest(Strategy::kTransfer, 100), sink, eval);
   ASSERT_TRUE(winners) << winners.error().ToString();
   ASSERT_EQ(winners->size(), 2u);
   std::vector<Config> second;
@@ -375,7 +372,7 @@ TEST(RunSweep, TransferLearnsFromTheSweepsOwnEarlierBuckets) {
     if (m.bucket == (*winners)[1].bucket && m.outcome != Outcome::kInvalid) second.push_back(m.config);
   }
   ASSERT_GE(second.size(), 2u);
-  EXPECT_EQ(second[0], spec.DefaultConfig());
+  EXPECT_EQ(second[0], GridSpec().DefaultConfig());
   EXPECT_EQ(second[1], NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
 }
 
@@ -731,6 +728,15 @@ TEST(Simulate, CompareChoicesJudgesWithTheOtherSweepsMeasurements) {
   EXPECT_DOUBLE_EQ(r.within_fraction, 0.0);
 }
 
+// tests/data/exhaustive_matmul_flash.tsv, parsed.
+Result<std::vector<StoredBucket>> CheckedInSweeps() {
+  std::ifstream in(std::string(BLOCKTUNE_SOURCE_DIR) + "/tests/data/exhaustive_matmul_flash.tsv", std::ios::binary);
+  if (!in) return InvalidArgument("cannot read tests/data/exhaustive_matmul_flash.tsv");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return ParseStoredBuckets(text.str());
+}
+
 // Real exhaustive sweeps on this 2-core host, 1 thread, 10 ms x 5 repetitions: 12 matmul
 // buckets (180 configs each) swept 4 times and 12 flash_attention buckets (48 configs) swept 8
 // times, each sweep by its own daemon into its own database (deploy/independent-sweeps.sh and
@@ -744,11 +750,7 @@ TEST(Simulate, CompareChoicesJudgesWithTheOtherSweepsMeasurements) {
 // kernels and for anneal and surrogate on matmul; flash_attention's 5 evaluations of 48 are
 // too few for a search that knows nothing of the other buckets.
 TEST(Simulate, CheckedInExhaustiveSweeps) {
-  std::ifstream in(std::string(BLOCKTUNE_SOURCE_DIR) + "/tests/data/exhaustive_matmul_flash.tsv", std::ios::binary);
-  ASSERT_TRUE(in);
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto buckets = ParseStoredBuckets(text.str());
+  auto buckets = CheckedInSweeps();
   ASSERT_TRUE(buckets) << buckets.error().ToString();
   struct Expect {
     const char* kernel;
@@ -789,12 +791,8 @@ TEST(Simulate, CheckedInExhaustiveSweeps) {
 // before it, a tenth of each, too thin to trust, so transfer searches like surrogate and does
 // as well as it (flash_attention 58.3%, matmul 100%), never worse than random on the mean.
 TEST(Simulate, SequentialPriorOnTheCheckedInSweeps) {
-  std::ifstream in(std::string(BLOCKTUNE_SOURCE_DIR) + "/tests/data/exhaustive_matmul_flash.tsv", std::ios::binary);
-  ASSERT_TRUE(in);
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto buckets = ParseStoredBuckets(text.str());
-  ASSERT_TRUE(buckets);
+  auto buckets = CheckedInSweeps();
+  ASSERT_TRUE(buckets) << buckets.error().ToString();
   for (const char* kernel : {"matmul", "flash_attention"}) {
     std::vector<StoredBucket> mine;
     for (const auto& b : *buckets) {
