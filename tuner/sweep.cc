@@ -117,7 +117,9 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
   };
   const auto rebuild_prior = [&](const std::string& bucket) {
     const auto& [problem, medians] = prior_medians.at(bucket);
-    prior_buckets.insert_or_assign(bucket, MakePriorBucket(PriorFeatures(spec, problem), medians));
+    PriorBucket pb = MakePriorBucket(PriorFeatures(spec, problem), medians);
+    pb.name = bucket;
+    prior_buckets.insert_or_assign(bucket, std::move(pb));
   };
   if (request.strategy == Strategy::kTransfer) {
     auto prior = sink.PriorMeasurements();
@@ -292,6 +294,9 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     } else {
       round.decision = incumbent_at ? "kept incumbent: only candidate" : "new: only candidate";
     }
+    // What guided the search (transfer: whose landscapes it followed), so the record says why
+    // these were the candidates.
+    if (const std::string how = search->Explain(); !how.empty()) round.decision += "; " + how;
     round.chosen = candidates[chosen];
     for (size_t i = 0; i < retimed.size(); ++i) {
       retimed[i].sweep_id = sweep_id;

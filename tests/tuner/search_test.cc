@@ -356,6 +356,10 @@ TEST(RunSweep, TransferUsesTheSinksPriorFromOtherBuckets) {
   ASSERT_EQ(winners->size(), 2u);
   for (const auto& w : *winners) EXPECT_EQ(w.config, NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
   EXPECT_EQ(eval.measured.size(), 2u * 3);
+  // The decision round's record says whose landscapes guided the search.
+  ASSERT_EQ(sink.rounds.size(), 2u);
+  EXPECT_NE(sink.rounds[0].decision.find("; transfer: prior of 2 buckets, weight n"), std::string::npos)
+      << sink.rounds[0].decision;
 }
 
 // With nothing stored, a transfer sweep's first bucket is searched like surrogate and becomes
@@ -374,6 +378,12 @@ TEST(RunSweep, TransferLearnsFromTheSweepsOwnEarlierBuckets) {
   ASSERT_GE(second.size(), 2u);
   EXPECT_EQ(second[0], GridSpec().DefaultConfig());
   EXPECT_EQ(second[1], NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
+  ASSERT_EQ(sink.rounds.size(), 2u);
+  EXPECT_NE(sink.rounds[0].decision.find("transfer: no prior stored, searched as surrogate"), std::string::npos)
+      << sink.rounds[0].decision;
+  EXPECT_NE(sink.rounds[1].decision.find("transfer: prior of 1 bucket, weight " + (*winners)[0].bucket + " 100%"),
+            std::string::npos)
+      << sink.rounds[1].decision;
 }
 
 // A sweep stopped after k measurements and resumed measures nothing twice and ends exactly as

@@ -370,6 +370,7 @@ class TransferSearch final : public SearchStrategy {
                  const SearchPrior& prior)
       : space_(space), start_(start), rng_(seed), history_(space.size()) {
     const size_t nb = prior.buckets.size();
+    for (const PriorBucket& b : prior.buckets) names_.push_back(b.name);
     if (nb == 0) {
       fallback_ = std::make_unique<SurrogateSearch>(space, start, seed, budget);
       return;
@@ -410,16 +411,15 @@ class TransferSearch final : public SearchStrategy {
     // space (a first sweep on a new machine, whose earlier buckets measured a tenth each), the
     // best config is likely outside them, and a search that models this bucket alone does
     // better.
-    size_t covered = 0;
     for (size_t i = 0; i < space.size(); ++i) {
       for (size_t b = 0; b < nb; ++b) {
         if (std::isfinite(relative_[b][i])) {
-          ++covered;
+          ++covered_;
           break;
         }
       }
     }
-    if (static_cast<double>(covered) < kMinCoverage * static_cast<double>(space.size())) {
+    if (static_cast<double>(covered_) < kMinCoverage * static_cast<double>(space.size())) {
       fallback_ = std::make_unique<SurrogateSearch>(space, start, seed, budget);
     }
   }
@@ -442,8 +442,39 @@ class TransferSearch final : public SearchStrategy {
     history_.Set(index, observation);
   }
 
+  // "transfer: prior of 11 buckets, weight m1024_n1024_k1024 71%, m512_n512_k512 20%, ..."
+  // (the posterior after everything measured), or why the bucket was searched as surrogate.
+  std::string Explain() const override {
+    if (names_.empty()) return "transfer: no prior stored, searched as surrogate";
+    if (fallback_) {
+      return "transfer: prior of " + Buckets() + " covers " + std::to_string(covered_) +
+             " of " + std::to_string(space_.size()) + " configs, searched as surrogate";
+    }
+    const auto lw = LogPosterior();
+    const double top = *std::max_element(lw.begin(), lw.end());
+    std::vector<std::pair<double, size_t>> w;
+    double total = 0;
+    for (size_t b = 0; b < lw.size(); ++b) {
+      w.emplace_back(std::exp(lw[b] - top), b);
+      total += w.back().first;
+    }
+    std::sort(w.begin(), w.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+    std::string out = "transfer: prior of " + Buckets() + ", weight";
+    for (size_t k = 0; k < std::min<size_t>(3, w.size()); ++k) {
+      const int pct = static_cast<int>(std::lround(100 * w[k].first / total));
+      if (k > 0 && pct == 0) break;
+      out += (k > 0 ? ", " : " ") + (names_[w[k].second].empty() ? "?" : names_[w[k].second]) + " " +
+             std::to_string(pct) + "%";
+    }
+    return out;
+  }
+
  private:
   static constexpr double kMisrankPenalty = 5.0;
+
+  std::string Buckets() const {
+    return std::to_string(names_.size()) + (names_.size() == 1 ? " bucket" : " buckets");
+  }
   static constexpr double kMinCoverage = 0.5;
 
   // Posterior log weight of each prior bucket given the finite costs measured so far.
@@ -500,6 +531,8 @@ class TransferSearch final : public SearchStrategy {
   SplitMix64 rng_;
   History history_;
   std::unique_ptr<SearchStrategy> fallback_;
+  std::vector<std::string> names_;              // per prior bucket
+  size_t covered_ = 0;                          // configs of this space some prior bucket measured
   std::vector<double> log_prior_;               // per prior bucket
   std::vector<std::vector<double>> relative_;   // [prior bucket][config] relative log cost, inf if unmeasured
 };

@@ -69,6 +69,9 @@ class SearchStrategy {
   virtual std::optional<size_t> Ask() = 0;
   // The result for the config last returned by Ask.
   virtual void Tell(size_t index, const Observation& observation) = 0;
+  // What guided the search, for the decision round's record (empty when nothing worth saying:
+  // the static and the single-bucket strategies).
+  virtual std::string Explain() const { return {}; }
 };
 
 // Evaluations a bucket of `space_size` valid configs gets for `requested` (0 = the strategy's
@@ -79,6 +82,7 @@ int64_t EvaluationBudget(Strategy strategy, int64_t requested, size_t space_size
 // transfer strategy's prior. A bucket is described by its representative problem's dims
 // (PriorFeatures) and each passing config's cost relative to the bucket's best.
 struct PriorBucket {
+  std::string name;  // the bucket id, for Explain
   std::vector<double> features;
   std::map<std::string, double> relative_cost;  // config string -> log(median / best median) >= 0
 };

@@ -257,7 +257,9 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
     } else {
       for (size_t k = 0; k < o.space.size(); ++k) add(k);
     }
-    return MakePriorBucket(features[j], medians);
+    PriorBucket pb = MakePriorBucket(features[j], medians);
+    pb.name = buckets[j].bucket;
+    return pb;
   };
 
   // curves[i][k]: bucket i, seed k.
