@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tests/tuner/fake_kernel.h"
+#include "tests/tuner/memory_sink.h"
 #include "tuner/search/search.h"
 #include "tuner/search/simulate.h"
 #include "tuner/sweep.h"
@@ -21,6 +22,7 @@ namespace blocktune::tuner {
 namespace {
 
 using blocktune::testing::FakeSpec;
+using blocktune::testing::MemorySink;
 
 constexpr Strategy kAllStrategies[] = {Strategy::kExhaustive, Strategy::kRandom, Strategy::kAnneal,
                                        Strategy::kSurrogate, Strategy::kTransfer};
@@ -94,43 +96,6 @@ class OracleEvaluator : public Evaluator {
   std::map<std::string, double> override_ns;
   double cv = 0.001;
   int interleaved_rounds = 0;
-};
-
-class MemorySink : public SweepSink {
- public:
-  Result<std::vector<Measurement>> Existing(const std::string& bucket) override {
-    std::vector<Measurement> out;
-    for (const auto& m : stored) {
-      if (m.bucket == bucket) out.push_back(m);
-    }
-    return out;
-  }
-  Status Record(Measurement& m, int64_t, int64_t) override {
-    m.id = static_cast<int64_t>(stored.size()) + 1;
-    stored.push_back(m);
-    return {};
-  }
-  bool Cancelled() override { return cancel_after >= 0 && static_cast<int64_t>(stored.size()) >= cancel_after; }
-  Result<std::optional<TunedEntry>> Incumbent(const std::string&, const std::string&, DType,
-                                              const std::string&) override {
-    return incumbent;
-  }
-  Status RecordEnvironment(const SweepEnvironment& env) override {
-    environment = env;
-    return {};
-  }
-  Status RecordFinalRound(const FinalRound& round) override {
-    rounds.push_back(round);
-    return {};
-  }
-  Result<std::vector<Measurement>> PriorMeasurements() override { return prior; }
-
-  std::vector<Measurement> stored;
-  std::vector<Measurement> prior;
-  int64_t cancel_after = -1;
-  std::optional<TunedEntry> incumbent;
-  SweepEnvironment environment;
-  std::vector<FinalRound> rounds;
 };
 
 SweepRequest GridRequest(Strategy strategy, int64_t budget) {

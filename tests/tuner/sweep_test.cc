@@ -7,6 +7,7 @@
 #include <set>
 
 #include "tests/tuner/fake_kernel.h"
+#include "tests/tuner/memory_sink.h"
 #include "tuner/lookup.h"
 #include "tuner/search/search.h"
 #include "tuner/timing/timing.h"
@@ -15,31 +16,7 @@ namespace blocktune::tuner {
 namespace {
 
 using blocktune::testing::FakeSpec;
-
-// In-memory sink; can cancel after a number of records to simulate a stopped sweep.
-class MemorySink : public SweepSink {
- public:
-  Result<std::vector<Measurement>> Existing(const std::string& bucket) override {
-    std::vector<Measurement> out;
-    for (const auto& m : stored) {
-      if (m.bucket == bucket) out.push_back(m);
-    }
-    return out;
-  }
-  Status Record(Measurement& m, int64_t done, int64_t total) override {
-    m.id = static_cast<int64_t>(stored.size()) + 1;
-    stored.push_back(m);
-    last_done = done;
-    last_total = total;
-    return {};
-  }
-  bool Cancelled() override { return cancel_after >= 0 && static_cast<int64_t>(stored.size()) >= cancel_after; }
-
-  std::vector<Measurement> stored;
-  int64_t cancel_after = -1;
-  int64_t last_done = 0;
-  int64_t last_total = 0;
-};
+using blocktune::testing::MemorySink;
 
 SweepRequest FakeRequest(Strategy strategy = Strategy::kExhaustive, int64_t budget = 0) {
   SweepRequest r;
