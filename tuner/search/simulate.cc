@@ -233,11 +233,12 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
         1, static_cast<int64_t>(std::ceil(options.budget_fraction * static_cast<double>(oracle->space.size()) - 1e-9))));
     oracles.push_back(std::move(*oracle));
     if (transfer) {
-      auto problem = FindKernel(b.kernel)->ProblemFromBucket(b.dtype, b.bucket);
+      const KernelSpec& spec = *FindKernel(b.kernel);  // MakeOracle checked it exists
+      auto problem = spec.ProblemFromBucket(b.dtype, b.bucket);
       if (!problem) {
         return InvalidArgument("bucket id " + b.bucket + " of " + b.kernel + ": " + problem.error().message, "bucket");
       }
-      features[i] = PriorFeatures(*FindKernel(b.kernel), *problem);
+      features[i] = PriorFeatures(spec, *problem);
     }
   }
   // Buckets j whose landscapes may be bucket i's prior: same kernel, hardware and dtype.
@@ -266,16 +267,16 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
   std::vector<std::vector<std::vector<double>>> curves(buckets.size());
   if (transfer && options.sequential_prior) {
     for (int k = 0; k < options.seeds; ++k) {
-      std::vector<std::vector<size_t>> asked(buckets.size());
+      std::vector<PriorBucket> measured(buckets.size());  // what this replay measured, per bucket
       for (size_t i = 0; i < buckets.size(); ++i) {
         SearchPrior prior{features[i], {}};
         for (size_t j = 0; j < i; ++j) {
-          if (!same_key(i, j)) continue;
-          PriorBucket pb = prior_of(j, &asked[j]);
-          if (!pb.relative_cost.empty()) prior.buckets.push_back(std::move(pb));
+          if (same_key(i, j) && !measured[j].relative_cost.empty()) prior.buckets.push_back(measured[j]);
         }
+        std::vector<size_t> asked;
         curves[i].push_back(
-            Replay(oracles[i], options.strategy, options.first_seed + static_cast<uint64_t>(k), budgets[i], prior, &asked[i]));
+            Replay(oracles[i], options.strategy, options.first_seed + static_cast<uint64_t>(k), budgets[i], prior, &asked));
+        measured[i] = prior_of(i, &asked);
       }
     }
   } else {
@@ -335,6 +336,47 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
   return r;
 }
 
+namespace {
+
+// A judgement of two different choices for one bucket: A's slowdown relative to B's, and who
+// judged it ('A', 'B' or 'R'); nullopt when it cannot be judged.
+struct Judgement {
+  double slowdown;
+  char judged_by;
+};
+
+// The agreement loop both comparisons share: pairs up the two sweeps' choices by bucket, counts
+// identical choices as within, asks `judge` about the others, and lists the unjudged buckets.
+template <typename Judge>
+AgreementReport Agreement(const std::vector<std::pair<std::string, Config>>& chosen_a,
+                          const std::vector<std::pair<std::string, Config>>& chosen_b, double tolerance, char same_by,
+                          Judge judge) {
+  AgreementReport r;
+  r.tolerance = tolerance;
+  int within = 0;
+  for (const auto& [bucket, ca] : chosen_a) {
+    const auto it = std::find_if(chosen_b.begin(), chosen_b.end(), [&](const auto& p) { return p.first == bucket; });
+    if (it == chosen_b.end()) continue;
+    BucketAgreement g{bucket, ca, it->second, 0, same_by, true};
+    if (ca != it->second) {
+      const std::optional<Judgement> j = judge(bucket, ca, it->second);
+      if (!j) {
+        r.unjudged.push_back(bucket);
+        continue;
+      }
+      g.slowdown = j->slowdown;
+      g.judged_by = j->judged_by;
+      g.within = std::fabs(g.slowdown) <= tolerance;
+    }
+    within += g.within ? 1 : 0;
+    r.buckets.push_back(std::move(g));
+  }
+  r.within_fraction = r.buckets.empty() ? 0 : static_cast<double>(within) / static_cast<double>(r.buckets.size());
+  return r;
+}
+
+}  // namespace
+
 AgreementReport CompareChoices(const std::vector<StoredBucket>& a, const std::vector<std::pair<std::string, Config>>& chosen_a,
                                const std::vector<StoredBucket>& b, const std::vector<std::pair<std::string, Config>>& chosen_b,
                                double tolerance) {
@@ -348,64 +390,34 @@ AgreementReport CompareChoices(const std::vector<StoredBucket>& a, const std::ve
     }
     return std::nullopt;
   };
-  AgreementReport r;
-  r.tolerance = tolerance;
-  int within = 0;
-  for (const auto& [bucket, ca] : chosen_a) {
-    const auto it = std::find_if(chosen_b.begin(), chosen_b.end(), [&](const auto& p) { return p.first == bucket; });
-    if (it == chosen_b.end()) continue;
-    const Config& cb = it->second;
-    BucketAgreement g{bucket, ca, cb, 0, 'B', false};
-    if (ca == cb) {
-      g.within = true;
-    } else if (auto xa = median_of(b, bucket, ca), xb = median_of(b, bucket, cb); xa && xb) {
-      g.slowdown = *xa / *xb - 1;
-    } else if (auto ya = median_of(a, bucket, ca), yb = median_of(a, bucket, cb); ya && yb) {
-      g.slowdown = *ya / *yb - 1;
-      g.judged_by = 'A';
-    } else {
-      r.unjudged.push_back(bucket);
-      continue;
-    }
-    g.within = std::fabs(g.slowdown) <= tolerance;
-    within += g.within ? 1 : 0;
-    r.buckets.push_back(std::move(g));
-  }
-  r.within_fraction = r.buckets.empty() ? 0 : static_cast<double>(within) / static_cast<double>(r.buckets.size());
-  return r;
+  return Agreement(chosen_a, chosen_b, tolerance, 'B',
+                   [&](const std::string& bucket, const Config& ca, const Config& cb) -> std::optional<Judgement> {
+                     if (auto xa = median_of(b, bucket, ca), xb = median_of(b, bucket, cb); xa && xb) {
+                       return Judgement{*xa / *xb - 1, 'B'};
+                     }
+                     if (auto ya = median_of(a, bucket, ca), yb = median_of(a, bucket, cb); ya && yb) {
+                       return Judgement{*ya / *yb - 1, 'A'};
+                     }
+                     return std::nullopt;
+                   });
 }
 
 AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
                                  const std::vector<std::pair<std::string, Config>>& chosen_a,
                                  const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
                                  const TimingOptions& timing, double tolerance) {
-  AgreementReport r;
-  r.tolerance = tolerance;
-  int within = 0;
-  for (const auto& [bucket, ca] : chosen_a) {
-    const auto it = std::find_if(chosen_b.begin(), chosen_b.end(), [&](const auto& p) { return p.first == bucket; });
-    if (it == chosen_b.end()) continue;
-    BucketAgreement g{bucket, ca, it->second, 0, 'R', true};
-    if (ca != it->second) {
-      auto problem = spec.ProblemFromBucket(dtype, bucket);
-      if (!problem) {
-        r.unjudged.push_back(bucket);
-        continue;
-      }
-      const EvalRequest request{&spec, *problem, threads, 1, timing};
-      const auto t = evaluator.MeasureInterleaved(request, {ca, it->second});
-      if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk || t[1].median_ns <= 0) {
-        r.unjudged.push_back(bucket);
-        continue;
-      }
-      g.slowdown = t[0].median_ns / t[1].median_ns - 1;
-      g.within = std::fabs(g.slowdown) <= tolerance;
-    }
-    within += g.within ? 1 : 0;
-    r.buckets.push_back(std::move(g));
-  }
-  r.within_fraction = r.buckets.empty() ? 0 : static_cast<double>(within) / static_cast<double>(r.buckets.size());
-  return r;
+  return Agreement(chosen_a, chosen_b, tolerance, 'R',
+                   [&](const std::string& bucket, const Config& ca, const Config& cb) -> std::optional<Judgement> {
+                     auto problem = spec.ProblemFromBucket(dtype, bucket);
+                     if (!problem) return std::nullopt;
+                     const EvalRequest request{&spec, *problem, threads, 1, timing};
+                     const auto t = evaluator.MeasureInterleaved(request, {ca, cb});
+                     if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk ||
+                         t[1].median_ns <= 0) {
+                       return std::nullopt;
+                     }
+                     return Judgement{t[0].median_ns / t[1].median_ns - 1, 'R'};
+                   });
 }
 
 }  // namespace blocktune::tuner
