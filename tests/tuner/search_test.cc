@@ -395,17 +395,15 @@ TEST(RunSweep, EveryStrategyResumesWithoutMeasuringAnythingTwice) {
 
 TEST(RunSweep, ModelGuidedStrategiesStayWithinTheirBudget) {
   GridSpec spec;
-  SweepOptions options;
   for (Strategy s : {Strategy::kAnneal, Strategy::kSurrogate}) {
     MemorySink sink;
     OracleEvaluator eval;
-    options.evaluator = &eval;
     auto plans = PlanSweep(GridRequest(s, 0), spec, HardwareProfile::Detect(1));
     ASSERT_TRUE(plans);
     EXPECT_EQ((*plans)[0].evaluations, 18);
     EXPECT_TRUE((*plans)[0].planned.empty());
     EXPECT_EQ(PlannedTotal(*plans), 2 * (16 + 18));
-    auto winners = RunSweep(GridRequest(s, 0), 1, spec, HardwareProfile::Detect(1), sink, options);
+    auto winners = RunGridSweep(GridRequest(s, 0), sink, eval);
     ASSERT_TRUE(winners);
     EXPECT_EQ(sink.stored.size(), 2u * (16 + 18));
     EXPECT_EQ(eval.measured.size(), 2u * 18);
@@ -416,22 +414,17 @@ TEST(RunSweep, ModelGuidedStrategiesStayWithinTheirBudget) {
 }
 
 TEST(RunSweep, BudgetInSecondsStopsTheSearch) {
-  GridSpec spec;
   SweepRequest r = GridRequest(Strategy::kExhaustive, 0);
   r.budget_seconds = 1e-9;  // spent before the second config
   MemorySink sink;
   OracleEvaluator eval;
-  SweepOptions options;
-  options.evaluator = &eval;
-  auto winners = RunSweep(r, 1, spec, HardwareProfile::Detect(1), sink, options);
+  auto winners = RunGridSweep(r, sink, eval);
   ASSERT_TRUE(winners);
   EXPECT_LE(eval.measured.size(), 4u);  // at most a couple per bucket, not 176
 }
 
 TEST(RunSweep, DecisionRoundRetimesTheBestFewInterleaved) {
-  GridSpec spec;
   MemorySink sink;
-  SweepOptions options;
   // The search saw x=5,y=4,z=64 as fastest (a lucky sample); re-timed it is slower than the
   // true optimum, which the decision round then picks.
   const std::string lucky = "x=5,y=4,z=64";
@@ -444,8 +437,7 @@ TEST(RunSweep, DecisionRoundRetimesTheBestFewInterleaved) {
     }
   } retimer;
   retimer.override_ns[lucky] = 1e5;
-  options.evaluator = &retimer;
-  auto winners = RunSweep(r, 1, spec, HardwareProfile::Detect(1), sink, options);
+  auto winners = RunGridSweep(r, sink, retimer);
   ASSERT_TRUE(winners);
   ASSERT_EQ(sink.rounds.size(), 1u);
   EXPECT_EQ(sink.rounds[0].candidates.size(), 4u);
@@ -456,7 +448,6 @@ TEST(RunSweep, DecisionRoundRetimesTheBestFewInterleaved) {
 }
 
 TEST(RunSweep, IncumbentIsKeptInsideTheNoiseBandAndReplacedBeyondIt) {
-  GridSpec spec;
   SweepRequest r = GridRequest(Strategy::kExhaustive, 0);
   r.shapes.resize(1);
   const Config best = NamedInts({{"x", 6}, {"y", 4}, {"z", 64}});
@@ -465,8 +456,6 @@ TEST(RunSweep, IncumbentIsKeptInsideTheNoiseBandAndReplacedBeyondIt) {
     MemorySink sink;
     OracleEvaluator eval;
     eval.override_ns[close.ToString()] = incumbent_ns;
-    SweepOptions options;
-    options.evaluator = &eval;
     TunedEntry inc;
     inc.kernel = "grid";
     inc.bucket = "n1024";
@@ -475,7 +464,7 @@ TEST(RunSweep, IncumbentIsKeptInsideTheNoiseBandAndReplacedBeyondIt) {
     inc.sweep_id = 99;
     inc.measured_at = "then";
     sink.incumbent = inc;
-    auto winners = RunSweep(r, 1, spec, HardwareProfile::Detect(1), sink, options);
+    auto winners = RunGridSweep(r, sink, eval);
     ASSERT_TRUE(winners);
     ASSERT_EQ(sink.rounds.size(), 1u);
     EXPECT_EQ(sink.rounds[0].incumbent, close);
@@ -495,20 +484,17 @@ TEST(RunSweep, IncumbentIsKeptInsideTheNoiseBandAndReplacedBeyondIt) {
 }
 
 TEST(RunSweep, AnIncumbentTheSearchSkippedIsMeasuredAndVerifiedFirst) {
-  GridSpec spec;
   SweepRequest r = GridRequest(Strategy::kRandom, 3);
   r.shapes.resize(1);
   const Config far = NamedInts({{"x", 8}, {"y", 6}, {"z", 128}});
   MemorySink sink;
   OracleEvaluator eval;
-  SweepOptions options;
-  options.evaluator = &eval;
   TunedEntry inc;
   inc.kernel = "grid";
   inc.bucket = "n1024";
   inc.config = far;
   sink.incumbent = inc;
-  auto winners = RunSweep(r, 1, spec, HardwareProfile::Detect(1), sink, options);
+  auto winners = RunGridSweep(r, sink, eval);
   ASSERT_TRUE(winners);
   EXPECT_EQ(eval.measured["f32:n=1024 " + far.ToString()], 1);
   EXPECT_EQ(sink.rounds[0].candidates.back().config, far);
