@@ -8,6 +8,7 @@
 // Batches (summary dims as in the spec; every 4th sequence is a prefill):
 //   decode:  32 sequences, kv up to 2048, all decode, page 16, 8 heads, 2 KV heads, head_dim 128
 //   mixed:   16 sequences, kv up to 2048, prefill q_len 256 (4 prefills), otherwise as decode
+//   prefill: 4 whole prompts (q_len = kv_len = 1024, 768, 512, 256), otherwise as decode
 // The baseline's gather and layout change (pages -> [kv_heads, kv_len, head_dim], q tokens ->
 // [heads, q_len, head_dim] and back) are timed, as they would be in a server using a contiguous
 // kernel; its buffers are allocated once outside the timed loop. Before timing, both sides run
@@ -48,7 +49,15 @@ using bench::SplitList;
 struct NamedProblem {
   std::string name;
   RaggedPagedAttentionProblem p;
+  // Explicit lengths (both non-empty) instead of the spec's batch of p; p gives the other dims.
+  std::vector<int32_t> kv_lens, q_lens;
 };
+
+RaggedPagedAttentionBatch MakeBatch(const NamedProblem& np, DType dtype) {
+  if (np.kv_lens.empty()) return MakeRaggedPagedAttentionBatch(np.p, dtype, 1);
+  return MakeRaggedPagedAttentionBatchFromLens(np.kv_lens, np.q_lens, np.p.page_size, np.p.heads, np.p.kv_heads,
+                                               np.p.head_dim, dtype, 1);
+}
 
 void SetCounters(benchmark::State& state, const RaggedPagedAttentionBatch& b) {
   const double pairs = double(RaggedPagedAttentionPairs(b.shape, b.kv_lens.data(), b.cu_q_lens.data()));
@@ -257,8 +266,9 @@ int Main(int argc, char** argv) {
     }
   }
   const std::vector<NamedProblem> problems = {
-      {"decode", {32, 2048, 0, 16, 8, 2, 128}},
-      {"mixed", {16, 2048, 256, 16, 8, 2, 128}},
+      {"decode", {32, 2048, 0, 16, 8, 2, 128}, {}, {}},
+      {"mixed", {16, 2048, 256, 16, 8, 2, 128}, {}, {}},
+      {"prefill", {4, 1024, 1024, 16, 8, 2, 128}, {1024, 768, 512, 256}, {1024, 768, 512, 256}},
   };
   const RaggedPagedAttentionBlockSizes default_bs =
       *FromConfig<RaggedPagedAttentionBlockSizes>(RaggedPagedAttentionSpec().DefaultConfig());
@@ -274,7 +284,7 @@ int Main(int argc, char** argv) {
   static std::vector<std::unique_ptr<RaggedPagedAttentionBatch>> batches;
   for (const NamedProblem& np : problems) {
     for (DType dtype : dtypes) {
-      batches.push_back(std::make_unique<RaggedPagedAttentionBatch>(MakeRaggedPagedAttentionBatch(np.p, dtype, 1)));
+      batches.push_back(std::make_unique<RaggedPagedAttentionBatch>(MakeBatch(np, dtype)));
       const RaggedPagedAttentionBatch* b = batches.back().get();
       const std::string tag = np.name + "/" + std::string(DTypeName(dtype));
       CheckAgreement(b, tag);

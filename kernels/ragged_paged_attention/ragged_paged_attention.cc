@@ -1,6 +1,8 @@
-// The ragged_paged_attention driver: validation of block sizes, shape and metadata, the work
-// list of (sequence, KV head, query block) items and its thread schedule, ISA dispatch, and the
-// portable / AVX2 work item (one plain C++ body compiled twice, the second time with AVX2+FMA).
+// The ragged_paged_attention driver and its one algorithm: validation of block sizes, shape and
+// metadata, the work list of (sequence, KV head, query block) items and its thread schedule, ISA
+// dispatch (one Ops table per ISA, chosen once), and the work item in its two forms (see the
+// header's internal section) around the per-ISA inner loops of ragged_paged_attention_<isa>.cc
+// and flash_attention_<isa>.cc.
 //
 // Threading: items are sorted by estimated cost (keys streamed x score rows) largest first and
 // handed out through one atomic counter, so a batch of many short decodes and a few long
@@ -16,37 +18,276 @@
 #include <vector>
 
 #include "kernels/core/parallel.h"
+#include "kernels/core/scratch.h"
+#include "kernels/flash_attention/flash_attention.h"
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
 
 namespace blocktune::kernels {
 namespace {
 
-using rpa_internal::Context;
-using rpa_internal::WorkItem;
+using rpa_internal::Ops;
+namespace fa = flash_attention_internal;
 
 // Below this many flops per thread waking a pool worker (~2-10 us) costs more than it saves
 // (2^21 flops is ~10 us on one AVX-512 core).
 constexpr double kMinFlopsPerThread = double(1 << 21);
-// Largest head_dim: the AVX-512 path keeps one mask per 16-float chunk in a 64-entry array.
+// Largest head_dim: beyond any real model (256 is the largest in use), and it keeps a dot-form
+// row of q or o (4 KiB) and a panel of qt (32 x 1024 floats) small scratch.
 constexpr int64_t kMaxHeadDim = 1024;
 
-using ItemFn = void (*)(const Context&, const WorkItem&);
+constexpr int64_t RoundUp16(int64_t n) { return (n + 15) / 16 * 16; }
 
-ItemFn FnForIsa(std::string_view isa) {
-  if (isa == "avx512") return &rpa_internal::RunItemAvx512;
-  if (isa == "avx2") return &rpa_internal::RunItemAvx2;
-  if (isa == "base" || isa == "portable") return &rpa_internal::RunItemPortable;
+// One unit of parallel work: queries [q_begin, q_end) (indices within the sequence) of
+// sequence `seq` for all query heads of KV head `kv_head`.
+struct WorkItem {
+  int32_t seq = 0;
+  int32_t kv_head = 0;
+  int32_t q_begin = 0;
+  int32_t q_end = 0;
+};
+
+struct Context {
+  const Ops* ops = nullptr;
+  RaggedPagedAttentionShape shape;
+  RaggedPagedAttentionBlockSizes bs;
+  RaggedPagedAttentionInputs in;
+  float* out = nullptr;
+};
+
+// Per-thread scratch (the pool's workers persist, so after the first call nothing allocates).
+// Every section starts 4 KiB-aligned, which the vector loads of both forms rely on.
+struct Scratch {
+  ScratchBuffer q, o, s, stats, k, v, rows;
+  std::vector<const float*> k_rows, v_rows;
+};
+thread_local Scratch t_scratch;
+
+const Ops* OpsForIsa(std::string_view isa) {
+  if (isa == "avx512") return &rpa_internal::Avx512Ops();
+  if (isa == "avx2") return &rpa_internal::Avx2Ops();
+  if (isa == "base" || isa == "portable") return &rpa_internal::PortableOps();
   return nullptr;
 }
 
-const char* HostIsaName() {
-  const std::string& host = HostHardware().cpu.isa;
-  if (host == "avx512") return "avx512";
-  if (host == "avx2") return "avx2";
-  return "portable";
+const Ops& HostOps() {
+  static const Ops* kOps = [] {
+    const Ops* o = OpsForIsa(HostHardware().cpu.isa);
+    return o != nullptr ? o : &rpa_internal::PortableOps();
+  }();
+  return *kOps;
 }
 
-Status RunWith(ItemFn fn, const HardwareProfile& hw, const RaggedPagedAttentionBlockSizes& bs,
+// Where the work item's sequence sits.
+struct ItemGeometry {
+  int64_t q_off;      // first query token of the sequence in q / out
+  int64_t first_pos;  // kv position of the sequence's first query (query i sees <= first_pos + i)
+  int64_t kv_end;     // keys any query of the item sees
+  int64_t block_tokens;
+  const int32_t* pages;
+};
+
+ItemGeometry Geometry(const Context& ctx, const WorkItem& item) {
+  const RaggedPagedAttentionShape& sh = ctx.shape;
+  const RaggedPagedAttentionInputs& in = ctx.in;
+  ItemGeometry g;
+  g.q_off = in.cu_q_lens[item.seq];
+  g.first_pos = in.kv_lens[item.seq] - (in.cu_q_lens[item.seq + 1] - g.q_off);
+  g.kv_end = g.first_pos + item.q_end;
+  g.block_tokens = std::min(ctx.bs.kv_pages_per_block * sh.page_size, std::max<int64_t>(g.kv_end, 1));
+  g.pages = in.page_indices + int64_t{item.seq} * sh.pages_per_seq;
+  return g;
+}
+
+// Offset (in elements) of KV head g's row of kv position pos in the page pools.
+inline int64_t KvOffset(const RaggedPagedAttentionShape& sh, const int32_t* pages, int64_t pos, int64_t g) {
+  return ((pages[pos / sh.page_size] * sh.page_size + pos % sh.page_size) * sh.kv_heads + g) * sh.head_dim;
+}
+
+// --- Panel form (prefill) ------------------------------------------------------------------------
+// Panel (h, p) holds query head g * group + h for the item's queries [q_begin + p * w, +cols).
+// Per KV block: K and V rows are packed contiguous (f32 copied, bf16 widened: once per block,
+// read by every panel of the item, so GQA heads share them from L1/L2), then each panel runs
+// scores -> online softmax -> P.V, skipping keys past its last query and masking only the block
+// that crosses its diagonal.
+void RunPanelItem(const Context& ctx, const WorkItem& item, Scratch& sc) {
+  const fa::Ops& po = *ctx.ops->panel;
+  const RaggedPagedAttentionShape& sh = ctx.shape;
+  const RaggedPagedAttentionInputs& in = ctx.in;
+  const bool bf16 = in.dtype == DType::kBF16;
+  const int64_t d = sh.head_dim;
+  const int64_t group = sh.heads / sh.kv_heads;
+  const int64_t w = po.panel;
+  const int64_t nq = item.q_end - item.q_begin;
+  const int64_t qpanels = (nq + w - 1) / w;
+  const int64_t panels = group * qpanels;
+  const int64_t pd = w * d;  // floats per panel of qt / ot (a multiple of 16: w is 16 or 32)
+  const ItemGeometry geo = Geometry(ctx, item);
+  const int64_t ld_tok = sh.heads * d;  // between consecutive tokens of one head in q / out
+
+  float* qt = sc.q.Get(panels * pd);
+  float* ot = sc.o.Get(panels * pd);
+  float* s = sc.s.Get(geo.block_tokens * w);
+  float* m = sc.stats.Get(3 * RoundUp16(panels * w));
+  float* l = m + RoundUp16(panels * w);
+  float* alpha = l + RoundUp16(panels * w);
+  float* kb = sc.k.Get(geo.block_tokens * d);
+  float* vb = sc.v.Get(geo.block_tokens * d);
+  float* qrows = bf16 ? sc.rows.Get(w * d) : nullptr;
+
+  // Q once per item: transposed and pre-scaled, so scores come out scaled.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int64_t h = 0; h < group; ++h) {
+    for (int64_t p = 0; p < qpanels; ++p) {
+      const int64_t qa = item.q_begin + p * w;
+      const int cols = static_cast<int>(std::min<int64_t>(w, item.q_end - qa));
+      const int64_t src = ((geo.q_off + qa) * sh.heads + item.kv_head * group + h) * d;
+      float* panel_qt = qt + (h * qpanels + p) * pd;
+      if (bf16) {
+        for (int c = 0; c < cols; ++c) po.bf16_to_f32(static_cast<const uint16_t*>(in.q) + src + c * ld_tok, qrows + c * d, d);
+        po.pack_q(qrows, d, cols, d, scale, panel_qt);
+      } else {
+        po.pack_q(static_cast<const float*>(in.q) + src, ld_tok, cols, d, scale, panel_qt);
+      }
+    }
+  }
+  std::fill(ot, ot + panels * pd, 0.0f);
+  std::fill(m, m + panels * w, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + panels * w, 0.0f);
+
+  for (int64_t kv0 = 0; kv0 < geo.kv_end; kv0 += geo.block_tokens) {
+    const int64_t n = std::min(geo.block_tokens, geo.kv_end - kv0);
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t off = KvOffset(sh, geo.pages, kv0 + t, item.kv_head);
+      if (bf16) {
+        po.bf16_to_f32(static_cast<const uint16_t*>(in.k_pages) + off, kb + t * d, d);
+        po.bf16_to_f32(static_cast<const uint16_t*>(in.v_pages) + off, vb + t * d, d);
+      } else {
+        std::memcpy(kb + t * d, static_cast<const float*>(in.k_pages) + off, sizeof(float) * static_cast<size_t>(d));
+        std::memcpy(vb + t * d, static_cast<const float*>(in.v_pages) + off, sizeof(float) * static_cast<size_t>(d));
+      }
+    }
+    for (int64_t h = 0; h < group; ++h) {
+      for (int64_t p = 0; p < qpanels; ++p) {
+        const int64_t qa = item.q_begin + p * w;
+        const int cols = static_cast<int>(std::min<int64_t>(w, item.q_end - qa));
+        // Lane c (query qa + c) sees kv positions <= first_pos + qa + c.
+        const int64_t limit = geo.first_pos + qa + cols;  // keys the panel's last query sees
+        if (kv0 >= limit) continue;
+        const int64_t kbp = std::min(n, limit - kv0);
+        const bool masked = kv0 + kbp - 1 > geo.first_pos + qa;
+        const int64_t pi = h * qpanels + p;
+        po.scores(kb, d, qt + pi * pd, d, kbp, cols, s);
+        // flash_attention's mask: lane c of key row j is masked iff c < j + mask_base, i.e.
+        // kv0 + j > first_pos + qa + c.
+        po.softmax(s, kbp, cols, m + pi * w, l + pi * w, alpha + pi * w, masked, kv0 - geo.first_pos - qa);
+        po.pv(vb, d, s, kbp, cols, d, ot + pi * pd, alpha + pi * w);
+      }
+    }
+  }
+
+  // Normalise and transpose back. Every query saw key 0, so l > 0.
+  for (int64_t i = 0; i < panels * w; ++i) alpha[i] = 1.0f / l[i];
+  for (int64_t h = 0; h < group; ++h) {
+    for (int64_t p = 0; p < qpanels; ++p) {
+      const int64_t qa = item.q_begin + p * w;
+      const int cols = static_cast<int>(std::min<int64_t>(w, item.q_end - qa));
+      const int64_t pi = h * qpanels + p;
+      po.store_o(ot + pi * pd, cols, d, alpha + pi * w,
+                 ctx.out + ((geo.q_off + qa) * sh.heads + item.kv_head * group + h) * d, ld_tok);
+    }
+  }
+}
+
+// --- Dot form (decode) ---------------------------------------------------------------------------
+// Score row r is query q_begin + r / group of head kv_head * group + r % group (the GQA heads of
+// a query are adjacent, so a decode item's rows are its group's heads). K and V rows are read in
+// place (f32) or widened per block (bf16).
+void RunDotItem(const Context& ctx, const WorkItem& item, Scratch& sc) {
+  const Ops& ops = *ctx.ops;
+  const RaggedPagedAttentionShape& sh = ctx.shape;
+  const RaggedPagedAttentionInputs& in = ctx.in;
+  const bool bf16 = in.dtype == DType::kBF16;
+  const int64_t d = sh.head_dim;
+  const int64_t dp = RoundUp16(d);
+  const int64_t group = sh.heads / sh.kv_heads;
+  const int64_t rows = (item.q_end - item.q_begin) * group;
+  const ItemGeometry geo = Geometry(ctx, item);
+  const int64_t lds = RoundUp16(geo.block_tokens);
+
+  float* q = sc.q.Get(rows * dp);
+  float* o = sc.o.Get(rows * dp);
+  float* s = sc.s.Get(rows * lds);
+  float* m = sc.stats.Get(3 * rows);
+  float* l = m + rows;
+  float* alpha = l + rows;
+  float* kbuf = bf16 ? sc.k.Get(geo.block_tokens * d) : nullptr;
+  float* vbuf = bf16 ? sc.v.Get(geo.block_tokens * d) : nullptr;
+  if (static_cast<int64_t>(sc.k_rows.size()) < geo.block_tokens + 16) {
+    sc.k_rows.resize(static_cast<size_t>(geo.block_tokens + 16));
+    sc.v_rows.resize(static_cast<size_t>(geo.block_tokens + 16));
+  }
+  const float** k_rows = sc.k_rows.data();
+  const float** v_rows = sc.v_rows.data();
+
+  // Q rows scaled by 1/sqrt(head_dim) once here instead of per score, zero-padded to dp.
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  std::fill(q, q + rows * dp, 0.0f);
+  std::fill(o, o + rows * dp, 0.0f);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t src = ((geo.q_off + item.q_begin + r / group) * sh.heads + item.kv_head * group + r % group) * d;
+    float* qr = q + r * dp;
+    if (bf16) {
+      ops.panel->bf16_to_f32(static_cast<const uint16_t*>(in.q) + src, qr, d);
+    } else {
+      std::memcpy(qr, static_cast<const float*>(in.q) + src, sizeof(float) * static_cast<size_t>(d));
+    }
+    for (int64_t i = 0; i < d; ++i) qr[i] *= scale;
+    m[r] = -std::numeric_limits<float>::infinity();
+    l[r] = 0.0f;
+  }
+
+  for (int64_t kv0 = 0; kv0 < geo.kv_end; kv0 += geo.block_tokens) {
+    const int64_t n = std::min(geo.block_tokens, geo.kv_end - kv0);
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t off = KvOffset(sh, geo.pages, kv0 + t, item.kv_head);
+      if (bf16) {
+        ops.panel->bf16_to_f32(static_cast<const uint16_t*>(in.k_pages) + off, kbuf + t * d, d);
+        ops.panel->bf16_to_f32(static_cast<const uint16_t*>(in.v_pages) + off, vbuf + t * d, d);
+        k_rows[t] = kbuf + t * d;
+        v_rows[t] = vbuf + t * d;
+      } else {
+        k_rows[t] = static_cast<const float*>(in.k_pages) + off;
+        v_rows[t] = static_cast<const float*>(in.v_pages) + off;
+      }
+    }
+    for (int64_t t = n; t < n + 16; ++t) k_rows[t] = k_rows[n - 1];  // partial key tiles read valid rows
+    ops.dot_scores(q, dp, rows, k_rows, n, d, s, lds);
+    // Row r sees positions <= first_pos + q_begin + r / group; later keys of the block are masked.
+    int64_t n_pv = 0;  // keys any row still needs in P.V
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t n_valid = std::min(n, geo.first_pos + item.q_begin + r / group - kv0 + 1);
+      alpha[r] = ops.softmax_row(s + r * lds, n, n_valid, m + r, l + r);
+      n_pv = std::max(n_pv, n_valid);
+    }
+    ops.dot_pv(s, lds, rows, v_rows, n_pv, d, o, dp, alpha);
+  }
+
+  for (int64_t r = 0; r < rows; ++r) {
+    float* dst = ctx.out + ((geo.q_off + item.q_begin + r / group) * sh.heads + item.kv_head * group + r % group) * d;
+    const float inv = 1.0f / l[r];
+    for (int64_t i = 0; i < d; ++i) dst[i] = o[r * dp + i] * inv;
+  }
+}
+
+void RunItem(const Context& ctx, const WorkItem& item) {
+  if (item.q_end - item.q_begin >= ctx.ops->panel_min_queries) {
+    RunPanelItem(ctx, item, t_scratch);
+  } else {
+    RunDotItem(ctx, item, t_scratch);
+  }
+}
+
+Status RunWith(const Ops& ops, const HardwareProfile& hw, const RaggedPagedAttentionBlockSizes& bs,
                const RaggedPagedAttentionShape& shape, const RaggedPagedAttentionInputs& in, float* out,
                int threads) {
   if (auto st = Validate(bs, shape, hw); !st) return st;
@@ -81,7 +322,7 @@ Status RunWith(ItemFn fn, const HardwareProfile& hw, const RaggedPagedAttentionB
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
   std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return cost[a] > cost[b]; });
 
-  const Context ctx{shape, bs, in, out};
+  const Context ctx{&ops, shape, bs, in, out};
   const double flops = 4.0 * double(shape.heads) * double(shape.head_dim) * total_pairs;
   const int useful = static_cast<int>(std::clamp(flops / kMinFlopsPerThread, 1.0, double(threads)));
   const int workers = static_cast<int>(std::min<int64_t>(useful, static_cast<int64_t>(items.size())));
@@ -90,315 +331,13 @@ Status RunWith(ItemFn fn, const HardwareProfile& hw, const RaggedPagedAttentionB
   ParallelRun(workers, [&](int) {
     for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < num_items;
          i = next.fetch_add(1, std::memory_order_relaxed)) {
-      fn(ctx, items[static_cast<size_t>(order[static_cast<size_t>(i)])]);
+      RunItem(ctx, items[static_cast<size_t>(order[static_cast<size_t>(i)])]);
     }
   });
   return {};
 }
 
-// --- The portable / AVX2 work item ----------------------------------------------------------------
-// One body, force-inlined into two entry points: RunItemPortable (baseline x86-64 or any CPU)
-// and RunItemAvx2 (target avx2,fma), so the compiler vectorises the same loops 4- or 8-wide.
-// The layout is the AVX-512 lanes path's (score rows innermost: qt[d][r], s[t][r], ot[d][r]), so
-// every inner loop is a contiguous, independent loop over rows that auto-vectorises without
-// reassociation, and the exp below is branch-free arithmetic that vectorises too.
-
-#define RPA_INLINE inline __attribute__((always_inline))
-
-struct GenericScratch {
-  std::vector<float> qt, s, ot, m, l, alpha, mx, sum, k, v;
-  std::vector<int32_t> live;
-  std::vector<const float*> k_rows, v_rows;
-};
-thread_local GenericScratch t_generic;
-
-template <typename T>
-RPA_INLINE void Grow(std::vector<T>& v, int64_t n) {
-  if (static_cast<int64_t>(v.size()) < n) v.resize(static_cast<size_t>(n));
-}
-
-// exp(x) for x <= 0 (scores minus their running max), same scheme as the AVX-512 Exp: n =
-// round(x / ln2) by adding and subtracting 1.5 * 2^23, a degree-6 polynomial on the remainder
-// and 2^n through the exponent bits. x is clamped at -87 so 2^n stays a normal float (exp(-87) ~
-// 1.6e-38 stands in for 0; masked keys are zeroed explicitly).
-RPA_INLINE float ExpNeg(float x) {
-  x = x < -87.0f ? -87.0f : x;
-  const float shifter = 12582912.0f;  // 1.5 * 2^23
-  const float n = (x * 1.44269504088896341f + shifter) - shifter;
-  float r = x - n * 0.693359375f;
-  r = r - n * -2.12194440e-4f;
-  float p = 1.0f / 720.0f;
-  p = p * r + 1.0f / 120.0f;
-  p = p * r + 1.0f / 24.0f;
-  p = p * r + 1.0f / 6.0f;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const int32_t e = (static_cast<int32_t>(n) + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &e, sizeof scale);
-  return p * scale;
-}
-
-RPA_INLINE void Bf16Row(const uint16_t* in, float* out, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t u = static_cast<uint32_t>(in[i]) << 16;
-    std::memcpy(&out[i], &u, sizeof u);
-  }
-}
-
-RPA_INLINE void ItemBodyLanes(const Context& ctx, const WorkItem& item, GenericScratch& sc) {
-  const RaggedPagedAttentionShape& sh = ctx.shape;
-  const RaggedPagedAttentionInputs& in = ctx.in;
-  const bool bf16 = in.dtype == DType::kBF16;
-  const int64_t d_len = sh.head_dim;
-  const int64_t group = sh.heads / sh.kv_heads;
-  const int64_t s_idx = item.seq;
-  const int64_t g = item.kv_head;
-  const int64_t q_off = in.cu_q_lens[s_idx];
-  const int64_t q_len = in.cu_q_lens[s_idx + 1] - q_off;
-  const int64_t first_pos = in.kv_lens[s_idx] - q_len;
-  const int64_t rows = (item.q_end - item.q_begin) * group;
-  const int64_t ldr = (rows + 7) / 8 * 8;
-  const int64_t kv_end = first_pos + item.q_end;
-  const int64_t block_tokens = std::min(ctx.bs.kv_pages_per_block * sh.page_size, std::max<int64_t>(kv_end, 1));
-  const int32_t* pages = in.page_indices + s_idx * sh.pages_per_seq;
-
-  Grow(sc.qt, d_len * ldr);
-  Grow(sc.s, block_tokens * ldr);
-  Grow(sc.ot, d_len * ldr);
-  for (auto* v : {&sc.m, &sc.l, &sc.alpha, &sc.mx, &sc.sum}) Grow(*v, ldr);
-  Grow(sc.live, ldr);
-  Grow(sc.k, block_tokens * d_len);
-  Grow(sc.v, block_tokens * d_len);
-  float* __restrict qt = sc.qt.data();
-  float* __restrict s = sc.s.data();
-  float* __restrict ot = sc.ot.data();
-  float* __restrict m = sc.m.data();
-  float* __restrict l = sc.l.data();
-  float* __restrict alpha = sc.alpha.data();
-  float* __restrict mx = sc.mx.data();
-  float* __restrict sum = sc.sum.data();
-  int32_t* __restrict live = sc.live.data();
-
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d_len));
-  std::fill(qt, qt + d_len * ldr, 0.0f);
-  std::fill(ot, ot + d_len * ldr, 0.0f);
-  for (int64_t r = 0; r < ldr; ++r) {
-    m[r] = -std::numeric_limits<float>::infinity();
-    l[r] = 0.0f;
-  }
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t src = ((q_off + item.q_begin + r / group) * sh.heads + g * group + r % group) * d_len;
-    for (int64_t d = 0; d < d_len; ++d) {
-      const float x = bf16 ? BF16ToFloat(BF16{static_cast<const uint16_t*>(in.q)[src + d]})
-                           : static_cast<const float*>(in.q)[src + d];
-      qt[d * ldr + r] = x * scale;
-    }
-  }
-
-  for (int64_t kv0 = 0; kv0 < kv_end; kv0 += block_tokens) {
-    const int64_t n = std::min(block_tokens, kv_end - kv0);
-    // This block's K and V rows, contiguous (and widened for bf16).
-    float* __restrict kb = sc.k.data();
-    float* __restrict vb = sc.v.data();
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t pos = kv0 + t;
-      const int64_t off = ((pages[pos / sh.page_size] * sh.page_size + pos % sh.page_size) * sh.kv_heads + g) * d_len;
-      if (bf16) {
-        Bf16Row(static_cast<const uint16_t*>(in.k_pages) + off, kb + t * d_len, d_len);
-        Bf16Row(static_cast<const uint16_t*>(in.v_pages) + off, vb + t * d_len, d_len);
-      } else {
-        std::memcpy(kb + t * d_len, static_cast<const float*>(in.k_pages) + off, sizeof(float) * size_t(d_len));
-        std::memcpy(vb + t * d_len, static_cast<const float*>(in.v_pages) + off, sizeof(float) * size_t(d_len));
-      }
-    }
-    // Keys row r sees in this block (padding rows see all: their q is zero).
-    for (int64_t r = 0; r < ldr; ++r) {
-      const int64_t seen = r < rows ? first_pos + item.q_begin + r / group + 1 - kv0 : n;
-      live[r] = static_cast<int32_t>(std::clamp<int64_t>(seen, 0, n));
-      mx[r] = m[r];
-      sum[r] = 0.0f;
-    }
-    // Scores s[t][r] and the running max.
-    for (int64_t t = 0; t < n; ++t) {
-      float* __restrict st = s + t * ldr;
-      const float* __restrict kt = kb + t * d_len;
-      for (int64_t r = 0; r < ldr; ++r) st[r] = 0.0f;
-      for (int64_t d = 0; d < d_len; ++d) {
-        const float kd = kt[d];
-        const float* __restrict qd = qt + d * ldr;
-        for (int64_t r = 0; r < ldr; ++r) st[r] += kd * qd[r];
-      }
-      for (int64_t r = 0; r < ldr; ++r) mx[r] = t < live[r] && st[r] > mx[r] ? st[r] : mx[r];
-    }
-    // p = exp(s - m_new) (0 for masked keys), alpha = exp(m_old - m_new), l = alpha * l + sum p.
-    for (int64_t r = 0; r < ldr; ++r) {
-      alpha[r] = m[r] == -std::numeric_limits<float>::infinity() ? 0.0f : ExpNeg(m[r] - mx[r]);
-      m[r] = mx[r];
-    }
-    for (int64_t t = 0; t < n; ++t) {
-      float* __restrict st = s + t * ldr;
-      for (int64_t r = 0; r < ldr; ++r) {
-        const float p = t < live[r] ? ExpNeg(st[r] - m[r]) : 0.0f;
-        st[r] = p;
-        sum[r] += p;
-      }
-    }
-    for (int64_t r = 0; r < ldr; ++r) l[r] = l[r] * alpha[r] + sum[r];
-    // ot[d][r] = alpha[r] * ot[d][r] + sum_t v_t[d] * p[t][r].
-    for (int64_t d = 0; d < d_len; ++d) {
-      float* __restrict od = ot + d * ldr;
-      for (int64_t r = 0; r < ldr; ++r) od[r] *= alpha[r];
-      for (int64_t t = 0; t < n; ++t) {
-        const float vd = vb[t * d_len + d];
-        const float* __restrict pt = s + t * ldr;
-        for (int64_t r = 0; r < ldr; ++r) od[r] += vd * pt[r];
-      }
-    }
-  }
-
-  for (int64_t r = 0; r < rows; ++r) {
-    float* dst = ctx.out + ((q_off + item.q_begin + r / group) * sh.heads + g * group + r % group) * d_len;
-    const float inv = 1.0f / l[r];
-    for (int64_t d = 0; d < d_len; ++d) dst[d] = ot[d * ldr + r] * inv;
-  }
-}
-
-// The dot-product form for few score rows (decode): the lanes form would run loops of 4-8 rows.
-// Eight independent partial sums per dot product vectorise without reassociating.
-RPA_INLINE float Dot(const float* a, const float* b, int64_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  int64_t d = 0;
-  for (; d + 8 <= n; d += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] += a[d + j] * b[d + j];
-  }
-  for (; d < n; ++d) acc[0] += a[d] * b[d];
-  return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-}
-
-RPA_INLINE void ItemBodyDot(const Context& ctx, const WorkItem& item, GenericScratch& sc) {
-  const RaggedPagedAttentionShape& sh = ctx.shape;
-  const RaggedPagedAttentionInputs& in = ctx.in;
-  const bool bf16 = in.dtype == DType::kBF16;
-  const int64_t d_len = sh.head_dim;
-  const int64_t group = sh.heads / sh.kv_heads;
-  const int64_t s_idx = item.seq;
-  const int64_t g = item.kv_head;
-  const int64_t q_off = in.cu_q_lens[s_idx];
-  const int64_t q_len = in.cu_q_lens[s_idx + 1] - q_off;
-  const int64_t first_pos = in.kv_lens[s_idx] - q_len;
-  const int64_t rows = (item.q_end - item.q_begin) * group;
-  const int64_t kv_end = first_pos + item.q_end;
-  const int64_t block_tokens = std::min(ctx.bs.kv_pages_per_block * sh.page_size, std::max<int64_t>(kv_end, 1));
-  const int32_t* pages = in.page_indices + s_idx * sh.pages_per_seq;
-
-  Grow(sc.qt, rows * d_len);
-  Grow(sc.s, rows * block_tokens);
-  Grow(sc.ot, rows * d_len);
-  Grow(sc.m, rows);
-  Grow(sc.l, rows);
-  Grow(sc.k_rows, block_tokens);
-  Grow(sc.v_rows, block_tokens);
-  if (bf16) {
-    Grow(sc.k, block_tokens * d_len);
-    Grow(sc.v, block_tokens * d_len);
-  }
-  float* q = sc.qt.data();
-  float* s = sc.s.data();
-  float* o = sc.ot.data();
-
-  const float scale = 1.0f / std::sqrt(static_cast<float>(d_len));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t src = ((q_off + item.q_begin + r / group) * sh.heads + g * group + r % group) * d_len;
-    for (int64_t d = 0; d < d_len; ++d) {
-      const float x = bf16 ? BF16ToFloat(BF16{static_cast<const uint16_t*>(in.q)[src + d]})
-                           : static_cast<const float*>(in.q)[src + d];
-      q[r * d_len + d] = x * scale;
-      o[r * d_len + d] = 0.0f;
-    }
-    sc.m[static_cast<size_t>(r)] = -std::numeric_limits<float>::infinity();
-    sc.l[static_cast<size_t>(r)] = 0.0f;
-  }
-
-  for (int64_t kv0 = 0; kv0 < kv_end; kv0 += block_tokens) {
-    const int64_t n = std::min(block_tokens, kv_end - kv0);
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t pos = kv0 + t;
-      const int64_t off = ((pages[pos / sh.page_size] * sh.page_size + pos % sh.page_size) * sh.kv_heads + g) * d_len;
-      if (bf16) {
-        Bf16Row(static_cast<const uint16_t*>(in.k_pages) + off, sc.k.data() + t * d_len, d_len);
-        Bf16Row(static_cast<const uint16_t*>(in.v_pages) + off, sc.v.data() + t * d_len, d_len);
-        sc.k_rows[static_cast<size_t>(t)] = sc.k.data() + t * d_len;
-        sc.v_rows[static_cast<size_t>(t)] = sc.v.data() + t * d_len;
-      } else {
-        sc.k_rows[static_cast<size_t>(t)] = static_cast<const float*>(in.k_pages) + off;
-        sc.v_rows[static_cast<size_t>(t)] = static_cast<const float*>(in.v_pages) + off;
-      }
-    }
-    for (int64_t r = 0; r < rows; ++r) {
-      float* sr = s + r * block_tokens;
-      const int64_t n_valid = std::min(n, first_pos + item.q_begin + r / group - kv0 + 1);
-      float& m = sc.m[static_cast<size_t>(r)];
-      float& l = sc.l[static_cast<size_t>(r)];
-      float* orow = o + r * d_len;
-      if (n_valid <= 0) continue;  // this query's keys all precede the block
-      float mx = -std::numeric_limits<float>::infinity();
-      for (int64_t t = 0; t < n_valid; ++t) {
-        sr[t] = Dot(q + r * d_len, sc.k_rows[static_cast<size_t>(t)], d_len);
-        mx = std::max(mx, sr[t]);
-      }
-      const float m_new = std::max(m, mx);
-      const float alpha = m == -std::numeric_limits<float>::infinity() ? 0.0f : ExpNeg(m - m_new);
-      float sum = 0.0f;
-      for (int64_t t = 0; t < n_valid; ++t) {
-        sr[t] = ExpNeg(sr[t] - m_new);
-        sum += sr[t];
-      }
-      l = l * alpha + sum;
-      m = m_new;
-      for (int64_t d = 0; d < d_len; ++d) orow[d] *= alpha;
-      for (int64_t t = 0; t < n_valid; ++t) {
-        const float p = sr[t];
-        const float* v = sc.v_rows[static_cast<size_t>(t)];
-        for (int64_t d = 0; d < d_len; ++d) orow[d] += p * v[d];
-      }
-    }
-  }
-
-  for (int64_t r = 0; r < rows; ++r) {
-    float* dst = ctx.out + ((q_off + item.q_begin + r / group) * sh.heads + g * group + r % group) * d_len;
-    const float inv = 1.0f / sc.l[static_cast<size_t>(r)];
-    for (int64_t d = 0; d < d_len; ++d) dst[d] = o[r * d_len + d] * inv;
-  }
-}
-
-// Items with at least this many score rows use the lanes form (as on AVX-512).
-constexpr int64_t kGenericLanesMinRows = 16;
-
-RPA_INLINE void ItemBodyAny(const Context& ctx, const WorkItem& item, GenericScratch& sc) {
-  if ((item.q_end - item.q_begin) * (ctx.shape.heads / ctx.shape.kv_heads) >= kGenericLanesMinRows) {
-    ItemBodyLanes(ctx, item, sc);
-  } else {
-    ItemBodyDot(ctx, item, sc);
-  }
-}
-
 }  // namespace
-
-namespace rpa_internal {
-
-void RunItemPortable(const Context& ctx, const WorkItem& item) { ItemBodyAny(ctx, item, t_generic); }
-
-#if defined(__x86_64__)
-__attribute__((target("avx2,fma"))) void RunItemAvx2(const Context& ctx, const WorkItem& item) {
-  ItemBodyAny(ctx, item, t_generic);
-}
-#else
-void RunItemAvx2(const Context& ctx, const WorkItem& item) { ItemBodyAny(ctx, item, t_generic); }
-#endif
-
-}  // namespace rpa_internal
 
 Status Validate(const RaggedPagedAttentionBlockSizes& bs, const RaggedPagedAttentionShape& shape,
                 const HardwareProfile& hw) {
@@ -490,22 +429,22 @@ Status ValidateMetadata(const RaggedPagedAttentionShape& shape, const RaggedPage
 
 Status RaggedPagedAttention(const RaggedPagedAttentionBlockSizes& bs, const RaggedPagedAttentionShape& shape,
                             const RaggedPagedAttentionInputs& in, float* out, int threads) {
-  return RunWith(FnForIsa(HostIsaName()), HostHardware(), bs, shape, in, out, threads);
+  return RunWith(HostOps(), HostHardware(), bs, shape, in, out, threads);
 }
 
 Status RaggedPagedAttentionWithIsa(std::string_view isa, const RaggedPagedAttentionBlockSizes& bs,
                                    const RaggedPagedAttentionShape& shape, const RaggedPagedAttentionInputs& in,
                                    float* out, int threads) {
-  const ItemFn fn = FnForIsa(isa);
-  if (fn == nullptr) return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
+  const Ops* ops = OpsForIsa(isa);
+  if (ops == nullptr) return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
   if (!HostCanRun(isa)) {
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " path",
                      "isa");
   }
-  return RunWith(fn, HostHardware(), bs, shape, in, out, threads);
+  return RunWith(*ops, HostHardware(), bs, shape, in, out, threads);
 }
 
-const char* RaggedPagedAttentionIsa() { return HostIsaName(); }
+const char* RaggedPagedAttentionIsa() { return HostOps().name; }
 
 int64_t RaggedPagedAttentionPairs(const RaggedPagedAttentionShape& shape, const int32_t* kv_lens,
                                   const int32_t* cu_q_lens) {
