@@ -117,6 +117,7 @@ struct BenchArgs {
   double min_time_ms = 200;
   int repetitions = 5;
   bool compare = false;
+  std::string isa;  // empty: the CPU's own level (or BLOCKTUNE_ISA)
 };
 
 // Times two configs on one problem with their repetitions interleaved (A B A B ...), so a
@@ -197,6 +198,9 @@ int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a,
 }
 
 int RunBench(const Common& c, const BenchArgs& a) {
+  if (!a.isa.empty()) {
+    if (auto s = ForceIsa(a.isa); !s) return Fail(kExitUsage, s.error().message);
+  }
   const KernelSpec* spec = FindKernel(a.kernel);
   if (spec == nullptr) return Fail(kExitUsage, "unknown kernel '" + a.kernel + "'");
   auto dtype = ParseDType(a.dtype);
@@ -546,6 +550,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   bench_cmd->add_option("--min-time-ms", bench.min_time_ms, "minimum time per repetition")->capture_default_str();
   bench_cmd->add_option("--repetitions", bench.repetitions, "timed repetitions")->capture_default_str()->check(CLI::Range(1, 1000));
+  bench_cmd->add_option("--isa", bench.isa,
+                        "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); the tuned "
+                        "config and hardware key are that level's")
+      ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
 
   SimulateArgs simulate;
   auto* simulate_cmd = app.add_subcommand(
@@ -604,6 +612,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
+  if (auto s = CheckIsaEnvironment(); !s) return Fail(kExitUsage, s.error().message);
   if (const int rc = service_commands(); rc >= 0) return rc;
   if (generate_cmd->parsed()) return RunTablesGenerate(common, tables_args);
   if (bench_cmd->parsed()) return RunBench(common, bench);

@@ -95,6 +95,7 @@ struct SweepArgs {
   std::string idempotency_key;
   bool local = false;
   bool in_process = false;
+  std::string isa;  // empty: the CPU's own level (or BLOCKTUNE_ISA)
   std::string worker;
   std::string db = "var/blocktune.db";
   double min_repetition_ms = 20;
@@ -172,7 +173,17 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest
 int RunSweep(const Common& c, const SweepArgs& a) {
   auto request = BuildSweep(a);
   if (!request) return Fail(kExitUsage, request.error().ToString());
-  if (a.local) return RunSweepLocal(c, a, *request);
+  if (a.local) {
+    // Before the service detects the host: its hardware key and every worker it starts then
+    // carry the forced level.
+    if (!a.isa.empty()) {
+      if (auto s = ForceIsa(a.isa); !s) return Fail(kExitUsage, s.error().message);
+    }
+    return RunSweepLocal(c, a, *request);
+  }
+  if (!a.isa.empty()) {
+    return Fail(kExitUsage, "--isa needs --local for now; start blocktuned with --isa to sweep another level");
+  }
   CallOptions o;
   o.body = wire::Dump(wire::EncodeSweepRequest(*request));
   o.idempotency_key = a.idempotency_key;
@@ -483,6 +494,10 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   sweep_cmd->add_option("--min-repetition-ms", sweep->min_repetition_ms, "--local: minimum length of one timed repetition")->capture_default_str();
   sweep_cmd->add_option("--repetitions", sweep->repetitions, "--local: timed repetitions per config")->capture_default_str();
   sweep_cmd->add_option("--worker", sweep->worker, "--local: worker executable (default: blocktune-worker next to this program or in its build tree)");
+  sweep_cmd->add_option("--isa", sweep->isa,
+                        "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); results are "
+                        "filed under that level's hardware key")
+      ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
   sweep_cmd->add_flag("--in-process", sweep->in_process, "--local: run configs in this process (debugging only: a crashing config ends the sweep)");
 
   auto sweeps = std::make_shared<SweepsArgs>();

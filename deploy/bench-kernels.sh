@@ -4,9 +4,14 @@
 # checked-in bucket) vs OpenBLAS SGEMM; flash_attention vs attention materialised with OpenBLAS;
 # fused_cross_entropy vs OpenBLAS GEMM + logsumexp; grouped_matmul vs one SGEMM per group and vs
 # dense padded; ragged_paged_attention vs gather + flash_attention; plus this core's FMA peak
-# and DRAM read rate for the roofline columns.
+# and DRAM read rate at the same ISA level for the roofline columns (roofline_bench).
 #
-#   deploy/bench-kernels.sh [--out DIR] [--reps N] [--quick] [--threads 1,2] [--rt]
+#   deploy/bench-kernels.sh [--out DIR] [--reps N] [--quick] [--threads 1,2] [--rt] [--isa LEVEL]
+#
+# --isa avx512|avx2|base runs every program's kernels at that level (at most the CPU's own), and
+# restricts OpenBLAS to the matching kernels so the baseline is the same ISA: avx2 uses
+# OPENBLAS_CORETYPE=Haswell, base uses Nehalem (SSE only); without --isa (or with the CPU's own
+# level on AVX-512) OpenBLAS picks its native kernels. The output goes to DIR/LEVEL.
 #
 # Takes 20-30 minutes (--quick: a few). Run it on an otherwise idle machine; the ratios come
 # from medians of randomly interleaved repetitions, so slow drift hits both sides alike.
@@ -21,6 +26,7 @@ reps=5
 quick=0
 threads=1,2
 rt=()
+isa=
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -28,15 +34,28 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; shift ;;
     --threads) threads=$2; shift 2 ;;
     --rt) rt=(chrt -f 10); shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --isa) isa=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
-[[ -x build/kernels/bench/matmul_bench ]] || deploy/build.sh
-mkdir -p "$out"
+[[ -x build/kernels/bench/roofline_bench ]] || deploy/build.sh
 bench=build/kernels/bench
 common=(--benchmark_repetitions="$reps" --benchmark_enable_random_interleaving=true
         --benchmark_report_aggregates_only=true --benchmark_format=console)
+# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set in this environment) make OpenBLAS pick a smaller
+# kernel or cache model (about 2x slower): unset for the native baseline, or pin the kernels of
+# the forced level.
+openblas_env=(-u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
+case "$isa" in
+  "") isa=native ;;
+  avx512) common+=(--isa=avx512) ;;
+  avx2) common+=(--isa=avx2); openblas_env+=(OPENBLAS_CORETYPE=Haswell) ;;
+  base|portable) isa=base; common+=(--isa=base); openblas_env+=(OPENBLAS_CORETYPE=Nehalem) ;;
+  *) echo "--isa: expected avx512, avx2 or base, got '$isa'" >&2; exit 2 ;;
+esac
+out=$out/$isa
+mkdir -p "$out"
 mm_shapes=()
 fce_shapes=()
 if [[ $quick == 1 ]]; then
@@ -44,17 +63,17 @@ if [[ $quick == 1 ]]; then
   mm_shapes=(--shapes=256x256x256,1024x1024x1024,32x4096x1024)
   fce_shapes=(--shapes=1024x512x8192)
 fi
-# OPENBLAS_CORETYPE / OPENBLAS_L2_SIZE (set in this environment) make OpenBLAS ~2x slower.
 run() {
   local name=$1; shift
-  echo "== $name" >&2
-  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "${rt[@]}" "$bench/${name}_bench" "$@" "${common[@]}" \
+  echo "== $name ($isa)" >&2
+  env "${openblas_env[@]}" "${rt[@]}" "$bench/${name}_bench" "$@" "${common[@]}" \
     --benchmark_out="$out/$name.json" --benchmark_out_format=json >"$out/$name.txt"
 }
+run roofline
 run matmul --threads="$threads" "${mm_shapes[@]}"
 run flash_attention --threads="$threads" --seqs=2048,4096
 run fused_cross_entropy --threads="$threads" "${fce_shapes[@]}"
 run grouped_matmul --threads="$threads" --no_bf16
 run ragged_paged_attention --threads="$threads" --dtypes=f32
-kernels/bench/compare.py "$out"/matmul.json "$out"/flash_attention.json "$out"/fused_cross_entropy.json \
+kernels/bench/compare.py "$out"/roofline.json "$out"/matmul.json "$out"/flash_attention.json "$out"/fused_cross_entropy.json \
   "$out"/grouped_matmul.json "$out"/ragged_paged_attention.json | tee "$out/ratios.md"

@@ -84,6 +84,11 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::IsMember({"idle", "normal"}));
   app.add_option("--worker-memory-mb", worker_memory_mb, "worker address-space limit (RLIMIT_AS) in MiB; 0 = half the physical memory, -1 = none")
       ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
+  std::string isa;
+  app.add_option("--isa", isa,
+                 "run every sweep's kernels at this ISA level (avx512, avx2, base; at most the CPU's own) and "
+                 "file and look up rows under its hardware key")
+      ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -91,6 +96,14 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
+  // Before anything detects the host: the service's hardware key and the workers' environment.
+  if (auto s = isa.empty() ? CheckIsaEnvironment() : ForceIsa(isa); !s) {
+    spdlog::critical("isa error=\"{}\"", s.error().message);
+    return kExitUsage;
+  }
+  if (HostHardware().cpu.isa != NativeIsa()) {
+    spdlog::info("isa forced level={} native={}", HostHardware().cpu.isa, NativeIsa());
+  }
 
   // Block the shutdown signals before any thread starts; one thread waits for them.
   sigset_t signals;

@@ -161,6 +161,14 @@ InProcessEvaluator::InProcessEvaluator() : cache_(std::make_unique<Cache>()) {}
 InProcessEvaluator::~InProcessEvaluator() = default;
 
 void InProcessEvaluator::Measure(const EvalRequest& request, const Config& config, Measurement& m) {
+  if (!request.isa.empty() && request.isa != HostHardware().cpu.isa) {
+    // Kernels here dispatch on this process's level; measuring them under another level's name
+    // would file AVX-512 timings where AVX2 hosts look (or the reverse).
+    m.outcome = Outcome::kInvalid;
+    m.detail = "this process runs the " + HostHardware().cpu.isa + " kernels, not " + request.isa +
+               " (start it with --isa " + request.isa + ", or measure in worker processes)";
+    return;
+  }
   if (!VerifyWith(cache_->references, *request.spec, config, request.problem, request.threads, m)) return;
   Rotation& rot = cache_->Timed(request);
   int attempts = 0;

@@ -167,7 +167,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     }
 
     // The search: ask, measure (or replay what this sweep already stored), tell.
-    const EvalRequest eval{&spec, plan.problem, request.threads, request.seed, options.timing};
+    const EvalRequest eval{&spec, plan.problem, request.threads, request.seed, options.timing, hw.cpu.isa};
     const SearchSpace space(spec.params(), plan.valid);
     // A bucket's own earlier landscape is left out, as in simulate: the prior says what this
     // bucket should look like from its neighbours, not what an older kernel measured here.

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kernels/core/hardware.h"
+
 namespace blocktune::kernels::bench {
 
 // One set of operands per key for the whole process, shared by our rows and the baseline rows
@@ -24,6 +26,18 @@ T& Shared(const std::string& key, Args&&... args) {
   auto& slot = cache[key];
   if (!slot) slot = std::make_unique<T>(std::forward<Args>(args)...);
   return *slot;
+}
+
+// "--isa=avx2": runs this program's kernels at that ISA level (kernels/core/hardware.h ForceIsa),
+// so an AVX-512 host measures its AVX2 path. Returns whether `arg` was the flag; exits with 2 on
+// a level the CPU cannot run. Call it before any kernel runs (first thing in the argv loop).
+inline bool ApplyIsaFlag(std::string_view arg) {
+  if (!arg.starts_with("--isa=")) return false;
+  if (auto s = ForceIsa(arg.substr(6)); !s) {
+    std::fprintf(stderr, "%s\n", s.error().message.c_str());
+    std::exit(2);
+  }
+  return true;
 }
 
 inline std::vector<std::string> SplitList(std::string_view text) {

@@ -8,8 +8,8 @@ openblas_per_group, openblas_padded, gather_flash) and our rows end in a config 
 bm96_bn512_bk256_default or bm48_bn512_bk512_tuned. This script pairs each of our rows with
 every baseline of the same case and thread count and prints, per pair, the speedup
 (baseline median time / our median time: above 1 means ours is faster), plus the fraction of
-the FLOP roofline (fma_peak_avx512 x threads) and, where a row reports GBps, of the measured
-DRAM read rate (stream_read_avx512). Only medians are used, so run the benchmarks with
+the FLOP roofline (fma_peak_<isa> x threads, from roofline_bench run at the same ISA level) and,
+where a row reports GBps, of the measured DRAM read rate (stream_read_<isa> x threads). Only medians are used, so run the benchmarks with
 --benchmark_repetitions and --benchmark_enable_random_interleaving (deploy/bench-kernels.sh does).
 
     kernels/bench/compare.py results/*.json [--markdown]
@@ -23,7 +23,7 @@ BASELINES = {
     "openblas", "materialised_openblas", "unfused_openblas", "openblas_per_group", "openblas_padded",
     "gather_flash",
 }
-PEAKS = {"fma_peak_avx512", "stream_read_avx512"}
+PEAK_PREFIXES = ("fma_peak_", "stream_read_")
 THREADS = re.compile(r"^t(\d+)$")
 
 
@@ -58,11 +58,13 @@ def main(argv):
         return 2
     rows = load(paths)
     peak_gflops = peak_gbps = None
+    peak_names = []
     baselines = {}
     ours = []
     for (path, name), b in sorted(rows.items()):
         impl, case, threads, config = split(name)
-        if impl in PEAKS:
+        if impl.startswith(PEAK_PREFIXES):
+            peak_names.append(impl)
             if impl.startswith("fma"):
                 peak_gflops = b.get("GFLOPs")
             else:
@@ -92,8 +94,10 @@ def main(argv):
                   f"{speedup:.2f}x | {roof} | {read} |")
     print()
     if peak_gflops:
-        print(f"FMA peak (fma_peak_avx512, one core, same run): {peak_gflops:.1f} GFLOP/s", end="")
-        print(f"; DRAM read (stream_read_avx512): {peak_gbps:.1f} GB/s" if peak_gbps else "")
+        fma = next((n for n in peak_names if n.startswith("fma")), "")
+        read = next((n for n in peak_names if n.startswith("stream")), "")
+        print(f"FMA peak ({fma}, one core, same run): {peak_gflops:.1f} GFLOP/s", end="")
+        print(f"; DRAM read ({read}, one core): {peak_gbps:.1f} GB/s" if peak_gbps else "")
     print()
     print("| kernel | baseline | rows | geomean speedup | min | max |")
     print("|---|---|---|---|---|---|")

@@ -186,6 +186,7 @@ int Main(int argc, char** argv) {
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (bench::ApplyIsaFlag(arg)) continue;
     if (arg.starts_with("--shapes=")) {
       shape_names = SplitList(arg.substr(9));
     } else if (arg.starts_with("--threads=")) {

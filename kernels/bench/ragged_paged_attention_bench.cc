@@ -251,6 +251,7 @@ int Main(int argc, char** argv) {
   std::vector<char*> rest = {argv[0]};
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    if (bench::ApplyIsaFlag(arg)) continue;
     if (arg.starts_with("--threads=")) {
       thread_counts.clear();
       for (const auto& t : SplitList(arg.substr(10))) thread_counts.push_back(std::atoi(t.c_str()));

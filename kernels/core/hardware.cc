@@ -1,6 +1,7 @@
 // Host detection: CPUID for the key, sysfs for cache sizes, /proc/cpuinfo for the model name.
 #include "kernels/core/hardware.h"
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -70,10 +71,50 @@ const HardwareProfile& HostHardware() {
 }
 
 bool HostCanRun(std::string_view isa) {
-  const std::string& host = HostHardware().cpu.isa;
-  if (isa == "avx512") return host == "avx512";
-  if (isa == "avx2") return host == "avx512" || host == "avx2";
-  return isa == "base" || isa == "portable";
+  const int rank = tables::IsaRank(isa);
+  return rank >= 0 && rank <= tables::IsaRank(HostHardware().cpu.isa);
+}
+
+const std::string& NativeIsa() {
+  static const std::string kNative = tables::DetectNativeCpu().isa;
+  return kNative;
+}
+
+namespace {
+
+Status CheckRunnable(std::string_view isa, std::string_view source) {
+  const int rank = tables::IsaRank(isa);
+  if (rank < 0) {
+    return InvalidArgument(std::string(source) + ": unknown ISA level '" + std::string(isa) +
+                               "' (expected avx512, avx2 or base)",
+                           "isa");
+  }
+  if (rank > tables::IsaRank(NativeIsa())) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     std::string(source) + ": this CPU runs " + NativeIsa() + ", not " + std::string(isa), "isa");
+  }
+  return {};
+}
+
+}  // namespace
+
+Status ForceIsa(std::string_view isa) {
+  if (auto s = CheckRunnable(isa, "--isa"); !s) return s;
+  const std::string level = isa == "portable" ? "base" : std::string(isa);
+  // setenv before the first HostHardware() call makes detection see the level; workers spawned
+  // later inherit it. Overwrites an inherited BLOCKTUNE_ISA: the flag is the later word.
+  setenv(tables::kIsaEnvVar, level.c_str(), 1);
+  if (HostHardware().cpu.isa != level) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "--isa " + level + " came after kernels already dispatched to " + HostHardware().cpu.isa, "isa");
+  }
+  return {};
+}
+
+Status CheckIsaEnvironment() {
+  const char* forced = std::getenv(tables::kIsaEnvVar);
+  if (forced == nullptr || *forced == '\0') return {};
+  return CheckRunnable(forced, tables::kIsaEnvVar);
 }
 
 }  // namespace blocktune

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "blocktune/tables/resolve.h"
+#include "kernels/core/result.h"
 
 namespace blocktune {
 
@@ -32,8 +33,25 @@ struct HardwareProfile {
 // call (ISA dispatch, Validate), and Detect reads sysfs.
 const HardwareProfile& HostHardware();
 
-// Whether this host can run code built for an ISA level ("avx512", "avx2", "base"; "portable"
-// is the kernels' name for "base"): AVX-512 hosts also run AVX2 code, every host runs base.
+// Whether this process may run code built for an ISA level ("avx512", "avx2", "base";
+// "portable" is the kernels' name for "base"): AVX-512 hosts also run AVX2 code, every host runs
+// base. A process restricted with ForceIsa / BLOCKTUNE_ISA answers for its forced level.
 bool HostCanRun(std::string_view isa);
+
+// The level the CPU itself supports, whatever BLOCKTUNE_ISA says.
+const std::string& NativeIsa();
+
+// Restricts this process, and every worker process it starts afterwards (they inherit the
+// environment), to `isa` ("avx512", "avx2", "base" or "portable"): kernels dispatch to that
+// level's code and hardware keys carry it (x86_64.avx2.amd.fam25_mod1.t1), so what an AVX-512
+// host measures of its AVX2 path is filed where an AVX2 host looks. Errors: an unknown name
+// (invalid_argument), a level this CPU cannot run, or a call after kernels already dispatched
+// to a different level (failed_precondition: call it first thing in main).
+Status ForceIsa(std::string_view isa);
+
+// Checks BLOCKTUNE_ISA if it is set (the header-only detection silently ignores a bad value):
+// executables call it at start-up so a misspelt or unrunnable level is an error, not a
+// measurement of the native path under the wrong name.
+Status CheckIsaEnvironment();
 
 }  // namespace blocktune

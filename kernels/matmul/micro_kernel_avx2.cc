@@ -24,9 +24,9 @@ BLOCKTUNE_AVX2 inline __m256i ColMask(int cols) {
   return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lanes);
 }
 
-template <int kRows, int kVecs>
-BLOCKTUNE_AVX2 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols,
-                           bool accumulate) {
+template <int kRows, int kVecs, bool kARows>
+BLOCKTUNE_AVX2 __attribute__((always_inline)) inline void KernelT(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                            int cols, bool accumulate) {
   __m256 acc[kRows][kVecs];
 #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
@@ -42,11 +42,11 @@ BLOCKTUNE_AVX2 void Kernel(int64_t kc, const float* a, const float* b, float* c,
     _mm_prefetch(reinterpret_cast<const char*>(b + 16 * kTileCols), _MM_HINT_T0);
 #pragma GCC unroll 8
     for (int r = 0; r < kRows; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r);
+      const __m256 av = _mm256_broadcast_ss(kARows ? a + r * lda : a + r);
 #pragma GCC unroll 2
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
     }
-    a += kTileRows;
+    a += kARows ? 1 : kTileRows;
     b += kTileCols;
   }
   __m256i mask[kVecs];
@@ -64,9 +64,22 @@ BLOCKTUNE_AVX2 void Kernel(int64_t kc, const float* a, const float* b, float* c,
   }
 }
 
+// Packed A (MicroKernelFn) and A read in place (MicroKernelRowsFn): one body, two entry points.
+template <int kRows, int kVecs>
+BLOCKTUNE_AVX2 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols, bool accumulate) {
+  KernelT<kRows, kVecs, false>(kc, a, 0, b, c, ldc, cols, accumulate);
+}
+
+template <int kRows, int kVecs>
+BLOCKTUNE_AVX2 void KernelARows(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, int cols,
+                                bool accumulate) {
+  KernelT<kRows, kVecs, true>(kc, a, lda, b, c, ldc, cols, accumulate);
+}
+
 template <int kVecs, int... kRows>
-constexpr void Fill(MicroKernelFn* out, std::integer_sequence<int, kRows...>) {
+constexpr void Fill(MicroKernelFn* out, MicroKernelRowsFn* out_rows, std::integer_sequence<int, kRows...>) {
   ((out[kRows] = &Kernel<kRows + 1, kVecs>), ...);
+  ((out_rows[kRows] = &KernelARows<kRows + 1, kVecs>), ...);
 }
 
 MicroKernelSet MakeSet() {
@@ -74,8 +87,8 @@ MicroKernelSet MakeSet() {
   s.name = "avx2";
   s.tile_rows = kTileRows;
   s.tile_cols = kTileCols;
-  Fill<2>(s.kernels[0], std::make_integer_sequence<int, kTileRows>());
-  Fill<1>(s.kernels[1], std::make_integer_sequence<int, kTileRows>());
+  Fill<2>(s.kernels[0], s.kernels_a_rows[0], std::make_integer_sequence<int, kTileRows>());
+  Fill<1>(s.kernels[1], s.kernels_a_rows[1], std::make_integer_sequence<int, kTileRows>());
   s.pack_a = &PackA<kTileRows>;
   return s;
 }

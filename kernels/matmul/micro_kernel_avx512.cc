@@ -26,9 +26,9 @@ BLOCKTUNE_AVX512 inline __mmask16 ColMask(int cols) {
                     : cols <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << cols) - 1);
 }
 
-template <int kRows, int kVecs>
-BLOCKTUNE_AVX512 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols,
-                             bool accumulate) {
+template <int kRows, int kVecs, bool kARows>
+BLOCKTUNE_AVX512 __attribute__((always_inline)) inline void KernelT(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                            int cols, bool accumulate) {
   __m512 acc[kRows][kVecs];
 #pragma GCC unroll 16
   for (int r = 0; r < kRows; ++r) {
@@ -52,11 +52,11 @@ BLOCKTUNE_AVX512 void Kernel(int64_t kc, const float* a, const float* b, float* 
     _mm_prefetch(reinterpret_cast<const char*>(b + kPrefetchSteps * kTileCols + 16), _MM_HINT_T0);
 #pragma GCC unroll 16
     for (int r = 0; r < kRows; ++r) {
-      const __m512 av = _mm512_set1_ps(a[r]);
+      const __m512 av = _mm512_set1_ps(kARows ? a[r * lda] : a[r]);
 #pragma GCC unroll 2
       for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
     }
-    a += kTileRows;
+    a += kARows ? 1 : kTileRows;
     b += kTileCols;
   }
   __mmask16 mask[kVecs];
@@ -74,9 +74,22 @@ BLOCKTUNE_AVX512 void Kernel(int64_t kc, const float* a, const float* b, float* 
   }
 }
 
+// Packed A (MicroKernelFn) and A read in place (MicroKernelRowsFn): one body, two entry points.
+template <int kRows, int kVecs>
+BLOCKTUNE_AVX512 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols, bool accumulate) {
+  KernelT<kRows, kVecs, false>(kc, a, 0, b, c, ldc, cols, accumulate);
+}
+
+template <int kRows, int kVecs>
+BLOCKTUNE_AVX512 void KernelARows(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, int cols,
+                                  bool accumulate) {
+  KernelT<kRows, kVecs, true>(kc, a, lda, b, c, ldc, cols, accumulate);
+}
+
 template <int kVecs, int... kRows>
-constexpr void Fill(MicroKernelFn* out, std::integer_sequence<int, kRows...>) {
+constexpr void Fill(MicroKernelFn* out, MicroKernelRowsFn* out_rows, std::integer_sequence<int, kRows...>) {
   ((out[kRows] = &Kernel<kRows + 1, kVecs>), ...);
+  ((out_rows[kRows] = &KernelARows<kRows + 1, kVecs>), ...);
 }
 
 MicroKernelSet MakeSet() {
@@ -84,8 +97,8 @@ MicroKernelSet MakeSet() {
   s.name = "avx512";
   s.tile_rows = kTileRows;
   s.tile_cols = kTileCols;
-  Fill<2>(s.kernels[0], std::make_integer_sequence<int, kTileRows>());
-  Fill<1>(s.kernels[1], std::make_integer_sequence<int, kTileRows>());
+  Fill<2>(s.kernels[0], s.kernels_a_rows[0], std::make_integer_sequence<int, kTileRows>());
+  Fill<1>(s.kernels[1], s.kernels_a_rows[1], std::make_integer_sequence<int, kTileRows>());
   s.pack_a = &PackA<kTileRows>;
   return s;
 }

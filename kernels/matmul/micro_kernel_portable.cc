@@ -14,16 +14,17 @@ namespace {
 constexpr int kTileRows = 4;
 constexpr int kTileCols = 16;
 
-template <int kRows, int kCols>
-void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols, bool accumulate) {
+template <int kRows, int kCols, bool kARows>
+__attribute__((always_inline)) inline void KernelT(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                            int cols, bool accumulate) {
   float acc[kRows][kCols] = {};
   for (int64_t p = 0; p < kc; ++p) {
     for (int r = 0; r < kRows; ++r) {
-      const float av = a[r];
+      const float av = kARows ? a[r * lda] : a[r];
 #pragma GCC unroll 16
       for (int j = 0; j < kCols; ++j) acc[r][j] += av * b[j];
     }
-    a += kTileRows;
+    a += kARows ? 1 : kTileRows;
     b += kTileCols;
   }
   const int n = cols < kCols ? cols : kCols;
@@ -37,9 +38,22 @@ void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, i
   }
 }
 
+// Packed A (MicroKernelFn) and A read in place (MicroKernelRowsFn): one body, two entry points.
+template <int kRows, int kCols>
+void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols, bool accumulate) {
+  KernelT<kRows, kCols, false>(kc, a, 0, b, c, ldc, cols, accumulate);
+}
+
+template <int kRows, int kCols>
+void KernelARows(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, int cols,
+                 bool accumulate) {
+  KernelT<kRows, kCols, true>(kc, a, lda, b, c, ldc, cols, accumulate);
+}
+
 template <int kCols, int... kRows>
-constexpr void Fill(MicroKernelFn* out, std::integer_sequence<int, kRows...>) {
+constexpr void Fill(MicroKernelFn* out, MicroKernelRowsFn* out_rows, std::integer_sequence<int, kRows...>) {
   ((out[kRows] = &Kernel<kRows + 1, kCols>), ...);
+  ((out_rows[kRows] = &KernelARows<kRows + 1, kCols>), ...);
 }
 
 MicroKernelSet MakeSet() {
@@ -47,8 +61,8 @@ MicroKernelSet MakeSet() {
   s.name = "portable";
   s.tile_rows = kTileRows;
   s.tile_cols = kTileCols;
-  Fill<kTileCols>(s.kernels[0], std::make_integer_sequence<int, kTileRows>());
-  Fill<kTileCols / 2>(s.kernels[1], std::make_integer_sequence<int, kTileRows>());
+  Fill<kTileCols>(s.kernels[0], s.kernels_a_rows[0], std::make_integer_sequence<int, kTileRows>());
+  Fill<kTileCols / 2>(s.kernels[1], s.kernels_a_rows[1], std::make_integer_sequence<int, kTileRows>());
   s.pack_a = &PackA<kTileRows>;
   return s;
 }

@@ -57,7 +57,7 @@ WorkerResponse Serve(const WorkerRequest& request, const KernelLookup& lookup, I
     response.error = "unknown kernel '" + request.kernel + "' in this worker";
     return response;
   }
-  const EvalRequest eval{spec, request.problem, request.threads, request.seed, request.timing};
+  const EvalRequest eval{spec, request.problem, request.threads, request.seed, request.timing, /*isa=*/{}};
   if (request.kind == RequestKind::kMeasure) {
     Measurement m;
     evaluator.Measure(eval, request.configs.front(), m);

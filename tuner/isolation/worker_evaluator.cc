@@ -175,6 +175,11 @@ int WorkerEvaluator::KillAndReap() {
 }
 
 Status WorkerEvaluator::EnsureWorker() {
+  if (pid_.load() > 0 && worker_isa_ != wanted_isa_) {
+    spdlog::debug("worker restarted for isa={} (was {})", wanted_isa_.empty() ? "host" : wanted_isa_,
+                  worker_isa_.empty() ? "host" : worker_isa_);
+    KillAndReap();
+  }
   const pid_t pid = pid_.load();
   if (pid > 0) {
     // A worker that died while idle (killed by an operator, say) is not the next config's
@@ -243,9 +248,15 @@ Status WorkerEvaluator::Spawn() {
   argv.push_back(nullptr);
   // The daemon's environment minus its API token: a worker runs kernels, not HTTP requests.
   std::vector<char*> env;
+  // A request's ISA level replaces the daemon's own BLOCKTUNE_ISA, if any.
+  const std::string isa_var = std::string(tables::kIsaEnvVar) + "=";
+  const std::string isa_entry = isa_var + wanted_isa_;
   for (char** e = environ; *e != nullptr; ++e) {
-    if (std::strncmp(*e, "BLOCKTUNE_TOKEN=", 16) != 0) env.push_back(*e);
+    if (std::strncmp(*e, "BLOCKTUNE_TOKEN=", 16) == 0) continue;
+    if (!wanted_isa_.empty() && std::strncmp(*e, isa_var.c_str(), isa_var.size()) == 0) continue;
+    env.push_back(*e);
   }
+  if (!wanted_isa_.empty()) env.push_back(const_cast<char*>(isa_entry.c_str()));
   env.push_back(nullptr);
   pid_t pid = 0;
   const int rc = posix_spawn(&pid, resolved_path_.c_str(), &actions, &attr, argv.data(), env.data());
@@ -260,6 +271,7 @@ Status WorkerEvaluator::Spawn() {
   }
   channel_fd_ = sv[0];
   output_fd_ = out[0];
+  worker_isa_ = wanted_isa_;
   fcntl(output_fd_, F_SETFL, fcntl(output_fd_, F_GETFL) | O_NONBLOCK);
   // glibc 2.36 declares pidfd_open without C linkage for C++; the raw syscall is the same call.
   pidfd_ = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));  // -1 before Linux 5.3: polling instead
@@ -530,6 +542,7 @@ WorkerEvaluator::Exchange WorkerEvaluator::RoundTrip(const WorkerRequest& reques
 }
 
 void WorkerEvaluator::Measure(const EvalRequest& request, const Config& config, Measurement& m) {
+  wanted_isa_ = request.isa;
   WorkerRequest wr{RequestKind::kMeasure, std::string(request.spec->name()), request.problem, request.threads,
                    request.seed, request.timing, {config}};
   const double timeout_s = options_.timeout_s > 0 ? options_.timeout_s
@@ -548,6 +561,7 @@ void WorkerEvaluator::Measure(const EvalRequest& request, const Config& config, 
 
 std::vector<Measurement> WorkerEvaluator::MeasureInterleaved(const EvalRequest& request,
                                                              const std::vector<Config>& configs) {
+  wanted_isa_ = request.isa;
   std::vector<Measurement> out(configs.size());
   if (configs.empty()) return out;
   WorkerRequest wr{RequestKind::kMeasureInterleaved, std::string(request.spec->name()), request.problem,

@@ -123,6 +123,10 @@ class WorkerEvaluator : public Evaluator {
   int output_fd_ = -1;
   int pidfd_ = -1;
   std::string output_tail_;     // last kOutputTailBytes of the worker's stdout/stderr
+  // ISA level the next request needs (EvalRequest::isa) and the one the running worker was
+  // started with; a worker is pinned to its level by its environment, so a change restarts it.
+  std::string wanted_isa_;
+  std::string worker_isa_;
   int64_t workers_started_ = 0;
   double last_starved_s_ = 0;
 };

@@ -410,7 +410,7 @@ AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int thread
                    [&](const std::string& bucket, const Config& ca, const Config& cb) -> std::optional<Judgement> {
                      auto problem = spec.ProblemFromBucket(dtype, bucket);
                      if (!problem) return std::nullopt;
-                     const EvalRequest request{&spec, *problem, threads, 1, timing};
+                     const EvalRequest request{&spec, *problem, threads, 1, timing, /*isa=*/{}};
                      const auto t = evaluator.MeasureInterleaved(request, {ca, cb});
                      if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk ||
                          t[1].median_ns <= 0) {

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,7 +74,25 @@ struct HostCpu {
   int model = 0;
 };
 
-inline HostCpu DetectHostCpu() {
+// The environment variable that restricts a process to a lower ISA level than its CPU has
+// ("avx2" on an AVX-512 host, or "base"), so one machine measures and looks up the code paths
+// of smaller CPUs. Kernels dispatch on the level DetectHostCpu reports, hardware keys carry it,
+// and worker processes inherit it. A value the CPU cannot run, or a misspelt one, is ignored
+// here (this header cannot report errors); executables check it at start-up
+// (blocktune::CheckIsaEnvironment) so a typo fails loudly instead of measuring the native path.
+inline constexpr const char kIsaEnvVar[] = "BLOCKTUNE_ISA";
+
+// ISA levels from least to most capable; a CPU runs its own level and every one below it.
+// -1 for a name that is not a level ("portable" is the kernels' name for "base").
+inline int IsaRank(std::string_view isa) {
+  if (isa == "base" || isa == "portable") return 0;
+  if (isa == "avx2") return 1;
+  if (isa == "avx512") return 2;
+  return -1;
+}
+
+// What CPUID says, ignoring kIsaEnvVar.
+inline HostCpu DetectNativeCpu() {
   HostCpu cpu;
 #if defined(__x86_64__) || defined(__i386__)
   cpu.arch = sizeof(void*) == 8 ? "x86_64" : "x86";
@@ -106,6 +125,19 @@ inline HostCpu DetectHostCpu() {
 #elif defined(__aarch64__)
   cpu.arch = "aarch64";
 #endif
+  return cpu;
+}
+
+// The CPU as kernels should see it: DetectNativeCpu, lowered to kIsaEnvVar's level if that is set
+// to a level this CPU runs.
+inline HostCpu DetectHostCpu() {
+  HostCpu cpu = DetectNativeCpu();
+  const char* forced = std::getenv(kIsaEnvVar);
+  if (forced != nullptr && *forced != '\0') {
+    const std::string_view level = std::string_view(forced) == "portable" ? "base" : std::string_view(forced);
+    const int rank = IsaRank(level);
+    if (rank >= 0 && rank <= IsaRank(cpu.isa)) cpu.isa = std::string(level);
+  }
   return cpu;
 }
 
