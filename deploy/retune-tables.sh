@@ -6,7 +6,11 @@
 #
 #   deploy/retune-tables.sh [--kernels matmul,flash_attention,...] [--threads 1,2]
 #                           [--dtypes f32,bf16] [--rt] [--db FILE (default var/retune.db)] [--no-generate]
+#                           [--isa avx512|avx2|base]
 #
+# --isa runs every kernel at that ISA level (at most the CPU's own; blocktuned --isa) and files
+# the rows under its hardware key, e.g. an AVX-512 host re-measuring the AVX2 rows that AVX2
+# hosts of the same vendor and model look up.
 # Workers run in the normal scheduling class here (--worker-sched normal), not the daemon's
 # default SCHED_IDLE, so a retune measures at full speed.
 # --rt runs the daemon under SCHED_FIFO (chrt -f 10; root or CAP_SYS_NICE) so builds or other
@@ -20,6 +24,7 @@ kernels=matmul,flash_attention,fused_cross_entropy,grouped_matmul,ragged_paged_a
 threads=1,2
 dtypes=f32,bf16
 rt=()
+isa=()
 db=""
 generate=1
 while [[ $# -gt 0 ]]; do
@@ -30,7 +35,8 @@ while [[ $# -gt 0 ]]; do
     --rt) rt=(chrt -f 10); shift ;;
     --db) db=$2; shift 2 ;;
     --no-generate) generate=0; shift ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    --isa) isa=(--isa "$2"); shift 2 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "retune-tables: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -43,7 +49,7 @@ db=${db:-var/retune.db}
 mkdir -p "$(dirname "$db")"
 trap 'kill "$daemon" 2>/dev/null || true; wait "$daemon" 2>/dev/null || true; rm -rf "$work"' EXIT
 "${rt[@]}" build/server/blocktuned --db "$db" --port 0 --port-file "$work/port" \
-  --token-file "$work/token" --worker-sched normal --log-level warn >"$work/daemon.log" 2>&1 &
+  --token-file "$work/token" --worker-sched normal --log-level warn "${isa[@]}" >"$work/daemon.log" 2>&1 &
 daemon=$!
 for _ in $(seq 100); do [[ -s $work/port ]] && break; sleep 0.1; done
 [[ -s $work/port ]] || { cat "$work/daemon.log" >&2; exit 1; }
