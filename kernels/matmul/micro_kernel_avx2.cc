@@ -49,6 +49,22 @@ BLOCKTUNE_AVX2 __attribute__((always_inline)) inline void KernelT(int64_t kc, co
     a += kARows ? 1 : kTileRows;
     b += kTileCols;
   }
+  // Whole tiles store with plain moves: VMASKMOVPS is microcoded on AMD Zen (a masked store
+  // costs ~10x a plain one there), and 12 of them per tile were a measurable share of a
+  // 256-deep tile. Only the right edge of C pays for masks.
+  if (cols >= kVecs * 8) {
+#pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      float* cr = c + r * ldc;
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) {
+        __m256 x = acc[r][v];
+        if (accumulate) x = _mm256_add_ps(x, _mm256_loadu_ps(cr + 8 * v));
+        _mm256_storeu_ps(cr + 8 * v, x);
+      }
+    }
+    return;
+  }
   __m256i mask[kVecs];
 #pragma GCC unroll 2
   for (int v = 0; v < kVecs; ++v) mask[v] = ColMask(cols - 8 * v);
