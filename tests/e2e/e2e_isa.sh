@@ -35,4 +35,12 @@ fi
 StartDaemon --isa base
 curl -sf "$url/v1/hardware/host" >"$work/out" || fail "GET /v1/hardware/host"
 grep -q '"isa":"base"' "$work/out" || fail "the daemon started with --isa base does not report it"
+# A sweep through that daemon runs in its workers at base and files its winner under base.
+"$bt" sweep matmul --server "$url" --token-file "$work/db/token" --shape m=64,n=64,k=64 --threads 1 \
+  --strategy random --budget 2 --json >"$work/out"
+grep -q '"hardware":"[a-z0-9_]*\.base\.' "$work/out" || fail "a sweep through blocktuned --isa base was not filed under base"
+"$bt" tuned --server "$url" --kernel matmul --json >"$work/out"
+grep -q '\.base\.' "$work/out" || fail "the tuned row of that sweep is not under a base key"
+curl -sf "$url/v1/lookup?kernel=matmul&m=64&n=64&k=64&threads=1" >"$work/out" || fail "GET /v1/lookup"
+grep -q '"source":"tuned"' "$work/out" || fail "the daemon's own (base) key did not find its row"
 echo "e2e_isa: ok (native level $native)"
