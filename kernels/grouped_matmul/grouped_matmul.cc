@@ -1,7 +1,9 @@
 // The grouped-matmul driver: validation, ISA dispatch, the work list that balances skewed groups
 // over threads, and per work item the GotoBLAS loop nest (tile_k depth, pack B -> tile_m rows,
-// pack A -> micro-kernels of kernels/matmul/micro_kernel.h). Groups of at most 32 rows skip the
-// B packing on AVX-512 and run a direct kernel that reads rhs in place (see below).
+// pack A -> micro-kernels of kernels/matmul/micro_kernel.h). Small groups (at most 32 rows on
+// AVX-512, 12 on AVX2) skip the B packing and run a direct kernel that reads rhs in place; the
+// per-ISA pieces (micro-kernels, bf16 widening, direct kernels and their shape) are one IsaOps
+// table chosen once, and the loop nest below is shared.
 //
 // Work items are (group, row chunk, column tile of tile_n), never whole groups: with 2 threads
 // and a head group holding 40% of the rows, whole-group scheduling would leave one thread with
@@ -41,20 +43,24 @@ using matmul_internal::MicroKernelSet;
 
 // Below this many flops per thread a worker wake-up (~2-10 us) costs more than it saves.
 constexpr double kMinFlopsPerThread = double(1 << 21);
-// Groups of at most kDirectMaxGroupRows rows use the direct kernel (rhs read in place, no B
-// packing) where the ISA has one. Packing writes and re-reads every rhs element, a cost spread
-// over the group's rows; the direct kernel instead spills its accumulators to out every kDirectK
-// k steps (~6% extra loads/stores, whatever the group size). Measured on the zipf_g64 and
-// small_groups_g64 layouts of the bench (1 thread, CPU time, shared machine): threshold 32 beat
-// 24 and 48 by ~10% on zipf_g64 and ~5% on small groups; 96 lost ~15%, and direct-for-all lost
-// ~4x on 200+ row groups (the spilled out rows then leave L1).
-constexpr int64_t kDirectMaxGroupRows = 32;
-// Rows per direct-kernel call: 12 rows x 2 vectors = 24 accumulators + 2 B vectors + 1
-// broadcast fit the 32 zmm registers (the matmul micro-kernel's 12x32 shape). Larger groups
-// run ceil(rows / 12) row passes over each B strip while it is in L1.
+// Groups of at most IsaOps::direct_max_group_rows rows use the direct kernel (rhs read in
+// place, no B packing). Packing writes and re-reads every rhs element, a cost spread over the
+// group's rows; the direct kernel instead spills its accumulators to out every kDirectK k steps
+// (~6% extra loads/stores, whatever the group size). Measured on the zipf_g64 and
+// small_groups_g64 layouts of the bench (1 thread, shared machine). AVX-512 (Intel, 12x32
+// calls): threshold 32 beat 24 and 48 by ~10% on zipf_g64 and ~5% on small groups; 96 lost
+// ~15%, and direct-for-all lost ~4x on 200+ row groups (the spilled out rows then leave L1).
+// AVX2 (Zen 3, 6x16 calls: half the registers, so twice the row passes per B strip): threshold
+// 12 gave small_groups_g64 25.5 GFLOP/s against 24.0 for none (every group packed), 24.0 for
+// 24 and 24.4 for 6 (OpenBLAS per group: 24.3-25.1), zipf_g64 within noise (58.6-60.3) for all.
+constexpr int64_t kDirectMaxGroupRowsAvx512 = 32;
+constexpr int64_t kDirectMaxGroupRowsAvx2 = 12;
+// Rows per direct-kernel call, at most (sizes the tables): AVX-512 runs 12 rows x 2 vectors =
+// 24 accumulators + 2 B vectors + 1 broadcast in the 32 zmm registers (the matmul
+// micro-kernel's 12x32 shape); AVX2 6 rows x 2 vectors = 12 + 2 + 1 of the 16 ymm registers
+// (6x16). Larger groups run ceil(rows / direct_rows) row passes over each B strip while it is
+// in L1. Columns per call are two vectors (32 f32 on AVX-512, 16 on AVX2).
 constexpr int kDirectMaxRows = 12;
-// Columns per direct-kernel call: two 16-float vectors.
-constexpr int kDirectCols = 32;
 // Depth of one direct-kernel call. The strips of a band of kDirectK rhs rows walk each of those
 // rows left to right, i.e. kDirectK sequential streams the hardware prefetcher follows (it
 // tracks ~32); a deep band (256 rows) instead jumps a 4 KiB page per k step and measured ~1.7x
@@ -83,6 +89,9 @@ using ConvertFn = void (*)(const uint16_t* src, float* dst, int64_t n);
 struct IsaOps {
   const MicroKernelSet* ks = nullptr;
   ConvertFn convert = nullptr;
+  int direct_rows = 0;  // rows per direct-kernel call (the tables' filled height)
+  int direct_cols = 0;  // columns per direct-kernel call (the half variant takes half)
+  int64_t direct_max_group_rows = 0;  // groups up to this size run direct (0: never)
   DirectF32Fn direct_f32[2][kDirectMaxRows] = {};
   DirectBf16Fn direct_bf16[2][kDirectMaxRows] = {};
 };
@@ -184,6 +193,93 @@ void FillDirect(Fn (&out)[2][kDirectMaxRows], std::integer_sequence<int, kRows..
   ((out[0][kRows] = &DirectKernel<kRows + 1, 2, T>), ...);
   ((out[1][kRows] = &DirectKernel<kRows + 1, 1, T>), ...);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The AVX2 direct kernel: the same loop as the AVX-512 one on 8-float vectors, kRows (1-6) x
+// (8 * kVecs). AVX2 has no masked 16-bit load, so a partial bf16 vector (only at the rhs column
+// edge) is staged through a zero-padded 8-element buffer; f32 uses vmaskmovps, which does not
+// touch masked-out addresses.
+
+GMM_AVX2 inline __m256i ColMask8(int cols) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(cols), lane);
+}
+
+template <typename T>
+GMM_AVX2 inline __m256 LoadB8(const T* b, int cols, __m256i mask) {
+  if constexpr (sizeof(T) == 4) {
+    if (cols >= 8) return _mm256_loadu_ps(b);
+    return _mm256_maskload_ps(b, mask);
+  } else {
+    __m128i h;
+    if (cols >= 8) {
+      h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b));
+    } else {
+      alignas(16) uint16_t tmp[8] = {};
+      for (int j = 0; j < cols; ++j) tmp[j] = b[j];
+      h = _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
+    }
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  }
+}
+
+template <int kRows, int kVecs, typename T>
+GMM_AVX2 void DirectKernelAvx2(int64_t kc, const float* a, int64_t lda, const T* b, int64_t ldb, float* c,
+                               int64_t ldc, int cols, bool accumulate) {
+  __m256 acc[kRows][kVecs];
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r) {
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_setzero_ps();
+  }
+  int vcols[kVecs];
+  __m256i mask[kVecs];
+#pragma GCC unroll 2
+  for (int v = 0; v < kVecs; ++v) {
+    vcols[v] = std::clamp(cols - 8 * v, 0, 8);
+    mask[v] = ColMask8(vcols[v]);
+  }
+  const bool full = cols >= 8 * kVecs;
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* bp = b + p * ldb;
+    _mm_prefetch(reinterpret_cast<const char*>(bp + kPrefetchCols), _MM_HINT_T0);
+    __m256 bv[kVecs];
+    if (full) {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) bv[v] = LoadB8(bp + 8 * v, 8, mask[v]);
+    } else {
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) bv[v] = vcols[v] > 0 ? LoadB8(bp + 8 * v, vcols[v], mask[v]) : _mm256_setzero_ps();
+    }
+#pragma GCC unroll 6
+    for (int r = 0; r < kRows; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[r][v] = _mm256_fmadd_ps(av, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 6
+  for (int r = 0; r < kRows; ++r) {
+    float* cr = c + r * ldc;
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) {
+      __m256 x = acc[r][v];
+      if (full) {
+        if (accumulate) x = _mm256_add_ps(x, _mm256_loadu_ps(cr + 8 * v));
+        _mm256_storeu_ps(cr + 8 * v, x);
+      } else if (vcols[v] > 0) {
+        if (accumulate) x = _mm256_add_ps(x, _mm256_maskload_ps(cr + 8 * v, mask[v]));
+        _mm256_maskstore_ps(cr + 8 * v, mask[v], x);
+      }
+    }
+  }
+}
+
+template <typename T, typename Fn, int... kRows>
+void FillDirectAvx2(Fn (&out)[2][kDirectMaxRows], std::integer_sequence<int, kRows...>) {
+  ((out[0][kRows] = &DirectKernelAvx2<kRows + 1, 2, T>), ...);
+  ((out[1][kRows] = &DirectKernelAvx2<kRows + 1, 1, T>), ...);
+}
 #endif  // __x86_64__
 
 IsaOps MakeOps(std::string_view isa) {
@@ -192,13 +288,21 @@ IsaOps MakeOps(std::string_view isa) {
   if (isa == "avx512") {
     ops.ks = &matmul_internal::Avx512Kernels();
     ops.convert = &ConvertAvx512;
-    FillDirect<float>(ops.direct_f32, std::make_integer_sequence<int, kDirectMaxRows>());
-    FillDirect<uint16_t>(ops.direct_bf16, std::make_integer_sequence<int, kDirectMaxRows>());
+    ops.direct_rows = 12;
+    ops.direct_cols = 32;
+    ops.direct_max_group_rows = kDirectMaxGroupRowsAvx512;
+    FillDirect<float>(ops.direct_f32, std::make_integer_sequence<int, 12>());
+    FillDirect<uint16_t>(ops.direct_bf16, std::make_integer_sequence<int, 12>());
     return ops;
   }
   if (isa == "avx2") {
     ops.ks = &matmul_internal::Avx2Kernels();
     ops.convert = &ConvertAvx2;
+    ops.direct_rows = 6;
+    ops.direct_cols = 16;
+    ops.direct_max_group_rows = kDirectMaxGroupRowsAvx2;
+    FillDirectAvx2<float>(ops.direct_f32, std::make_integer_sequence<int, 6>());
+    FillDirectAvx2<uint16_t>(ops.direct_bf16, std::make_integer_sequence<int, 6>());
     return ops;
   }
 #endif
@@ -268,7 +372,8 @@ void RunItem(const IsaOps& ops, const GroupedMatmulBlockSizes& bs, const Grouped
   // Small groups: no packing, rhs read in place.
   if (it.direct) {
     const int64_t kd = std::min<int64_t>(kDirectK, k);
-    const int64_t passes = (rows + kDirectMaxRows - 1) / kDirectMaxRows;
+    const int64_t dcols = ops.direct_cols;
+    const int64_t passes = (rows + ops.direct_rows - 1) / ops.direct_rows;
     float* a_f32 = kBf16 ? t_a_f32.Get(rows * kd) : nullptr;
     if (kBf16 && a_f32 == nullptr) std::abort();  // out of memory: no exceptions here
     for (int64_t pc = 0; pc < k; pc += kd) {
@@ -282,10 +387,10 @@ void RunItem(const IsaOps& ops, const GroupedMatmulBlockSizes& bs, const Grouped
       } else {
         ap = a + pc;
       }
-      for (int64_t j = 0; j < nb; j += kDirectCols) {
-        const int cols = static_cast<int>(std::min<int64_t>(kDirectCols, nb - j));
-        const int half = cols <= kDirectCols / 2 ? 1 : 0;
-        // Row passes of <= kDirectMaxRows (even split) share this B strip from L1.
+      for (int64_t j = 0; j < nb; j += dcols) {
+        const int cols = static_cast<int>(std::min(dcols, nb - j));
+        const int half = cols <= dcols / 2 ? 1 : 0;
+        // Row passes of <= direct_rows (even split) share this B strip from L1.
         for (int64_t pass = 0; pass < passes; ++pass) {
           const int64_t r0 = rows * pass / passes;
           const int64_t r1 = rows * (pass + 1) / passes;
@@ -343,7 +448,7 @@ void RunItem(const IsaOps& ops, const GroupedMatmulBlockSizes& bs, const Grouped
 // micro-tiles) plus the cost of streaming this item's rhs block.
 double ItemCost(const IsaOps& ops, int64_t group_rows, int64_t rows, int64_t cols, int64_t k) {
   const int mr = ops.ks->tile_rows;
-  const bool direct = group_rows <= kDirectMaxGroupRows && ops.direct_f32[0][0] != nullptr;
+  const bool direct = group_rows <= ops.direct_max_group_rows;
   const int64_t padded = direct ? rows : (rows + mr - 1) / mr * mr;
   return double(padded + kBCostRows) * double(cols) * double(k);
 }
@@ -382,7 +487,7 @@ void BuildItems(const IsaOps& ops, const GroupedMatmulBlockSizes& bs, const Grou
         it.row_end = row + std::min(size, t1 * bs.tile_m);
         it.col_begin = j;
         it.col_end = j + cols;
-        it.direct = size <= kDirectMaxGroupRows && ops.direct_f32[0][0] != nullptr;
+        it.direct = size <= ops.direct_max_group_rows;
         it.cost = ItemCost(ops, size, it.row_end - it.row_begin, cols, shape.k);
         items->push_back(it);
       }
