@@ -42,6 +42,9 @@
 #include <immintrin.h>
 #define BLOCKTUNE_FCE_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define BLOCKTUNE_FCE_AVX2 __attribute__((target("avx2,fma")))
+// GCC 12 reports the AVX-512 intrinsics' internal _mm512_undefined operands (max/min/roundscale
+// inside vec::Exp) as "maybe uninitialized" once inlined; they are fully overwritten.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
 namespace blocktune::kernels {
@@ -331,6 +334,25 @@ void MacroKernel(const MicroKernelSet& ks, const float* a, const float* b, int64
     for (int64_t jr = 0; jr < n; jr += nr) {
       const int cols = static_cast<int>(std::min<int64_t>(nr, n - jr));
       const int half = cols * 2 <= nr ? 1 : 0;
+      if (accumulate) {
+        // The next tile's C rows, fetched while this tile's k loop runs (~1500 cycles at depth
+        // 256) instead of stalling the micro-kernel's load-add-store epilogue: the dw
+        // accumulator (h x block_v, 1-2 MiB) and dx rows are beyond a 512 KiB L2. 1 thread,
+        // AVX2 (Zen 3), 1024x512x8192 forward + backward: 0.855 / 0.870x unfused without,
+        // 0.898 / 0.878x with (paired runs).
+        int64_t nir = ir, njr = jr + nr;
+        if (njr >= n) {
+          nir += mr;
+          njr = 0;
+        }
+        if (nir < m) {
+          const int nrows = static_cast<int>(std::min<int64_t>(mr, m - nir));
+          const float* nc = c + nir * ldc + njr;
+          for (int r = 0; r < nrows; ++r) {
+            for (int j = 0; j < nr && njr + j < n; j += 16) __builtin_prefetch(nc + r * ldc + j, 1, 3);
+          }
+        }
+      }
       ks.kernels[half][rows - 1](kb, a + ir * kb, b + jr * kb, c + ir * ldc + jr, ldc, cols, accumulate);
     }
   }
