@@ -124,6 +124,27 @@ void PrefetchKv(const RaggedPagedAttentionShape& sh, const RaggedPagedAttentionI
   }
 }
 
+// K and V rows of kv positions [kv0, kv0 + n) of KV head kv_head, packed contiguous (head_dim
+// floats apart) into kb / vb: f32 copied, bf16 widened. Both forms read their block from here.
+// Copying whole rows in order lets the hardware prefetchers stream each 512-byte row (head_dim
+// 128, f32); the decode tiles reading the rows in place instead ran 20% slower on AVX2 (f32
+// decode batch: 2.0x -> 2.4x of gather + flash_attention after packing), as their column sweeps
+// over the V rows touch one cache line per row at a time.
+void PackKvBlock(const fa::Ops& po, const RaggedPagedAttentionShape& sh, const RaggedPagedAttentionInputs& in,
+                 const int32_t* pages, int64_t kv_head, int64_t kv0, int64_t n, float* kb, float* vb) {
+  const int64_t d = sh.head_dim;
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t off = KvOffset(sh, pages, kv0 + t, kv_head);
+    if (in.dtype == DType::kBF16) {
+      po.bf16_to_f32(static_cast<const uint16_t*>(in.k_pages) + off, kb + t * d, d);
+      po.bf16_to_f32(static_cast<const uint16_t*>(in.v_pages) + off, vb + t * d, d);
+    } else {
+      std::memcpy(kb + t * d, static_cast<const float*>(in.k_pages) + off, sizeof(float) * static_cast<size_t>(d));
+      std::memcpy(vb + t * d, static_cast<const float*>(in.v_pages) + off, sizeof(float) * static_cast<size_t>(d));
+    }
+  }
+}
+
 // --- Panel form (prefill) ------------------------------------------------------------------------
 // Panel (h, p) holds query head g * group + h for the item's queries [q_begin + p * w, +cols).
 // Per KV block: K and V rows are packed contiguous (f32 copied, bf16 widened: once per block,
@@ -177,16 +198,7 @@ void RunPanelItem(const Context& ctx, const WorkItem& item, Scratch& sc) {
 
   for (int64_t kv0 = 0; kv0 < geo.kv_end; kv0 += geo.block_tokens) {
     const int64_t n = std::min(geo.block_tokens, geo.kv_end - kv0);
-    for (int64_t t = 0; t < n; ++t) {
-      const int64_t off = KvOffset(sh, geo.pages, kv0 + t, item.kv_head);
-      if (bf16) {
-        po.bf16_to_f32(static_cast<const uint16_t*>(in.k_pages) + off, kb + t * d, d);
-        po.bf16_to_f32(static_cast<const uint16_t*>(in.v_pages) + off, vb + t * d, d);
-      } else {
-        std::memcpy(kb + t * d, static_cast<const float*>(in.k_pages) + off, sizeof(float) * static_cast<size_t>(d));
-        std::memcpy(vb + t * d, static_cast<const float*>(in.v_pages) + off, sizeof(float) * static_cast<size_t>(d));
-      }
-    }
+    PackKvBlock(po, sh, in, geo.pages, item.kv_head, kv0, n, kb, vb);
     PrefetchKv(sh, in, geo.pages, item.kv_head, kv0 + n, std::min(kv0 + n + geo.block_tokens, geo.kv_end));
     for (int64_t h = 0; h < group; ++h) {
       for (int64_t p = 0; p < qpanels; ++p) {
@@ -222,8 +234,8 @@ void RunPanelItem(const Context& ctx, const WorkItem& item, Scratch& sc) {
 
 // --- Dot form (decode) ---------------------------------------------------------------------------
 // Score row r is query q_begin + r / group of head kv_head * group + r % group (the GQA heads of
-// a query are adjacent, so a decode item's rows are its group's heads). K and V rows are read in
-// place (f32) or widened per block (bf16).
+// a query are adjacent, so a decode item's rows are its group's heads). K and V are packed per
+// block like the panel form's.
 void RunDotItem(const Context& ctx, const WorkItem& item, Scratch& sc) {
   const Ops& ops = *ctx.ops;
   const RaggedPagedAttentionShape& sh = ctx.shape;
@@ -242,8 +254,8 @@ void RunDotItem(const Context& ctx, const WorkItem& item, Scratch& sc) {
   float* m = sc.stats.Get(3 * rows);
   float* l = m + rows;
   float* alpha = l + rows;
-  float* kbuf = bf16 ? sc.k.Get(geo.block_tokens * d) : nullptr;
-  float* vbuf = bf16 ? sc.v.Get(geo.block_tokens * d) : nullptr;
+  float* kbuf = sc.k.Get(geo.block_tokens * d);
+  float* vbuf = sc.v.Get(geo.block_tokens * d);
   if (static_cast<int64_t>(sc.k_rows.size()) < geo.block_tokens + 16) {
     sc.k_rows.resize(static_cast<size_t>(geo.block_tokens + 16));
     sc.v_rows.resize(static_cast<size_t>(geo.block_tokens + 16));
@@ -270,17 +282,10 @@ void RunDotItem(const Context& ctx, const WorkItem& item, Scratch& sc) {
 
   for (int64_t kv0 = 0; kv0 < geo.kv_end; kv0 += geo.block_tokens) {
     const int64_t n = std::min(geo.block_tokens, geo.kv_end - kv0);
+    PackKvBlock(*ops.panel, sh, in, geo.pages, item.kv_head, kv0, n, kbuf, vbuf);
     for (int64_t t = 0; t < n; ++t) {
-      const int64_t off = KvOffset(sh, geo.pages, kv0 + t, item.kv_head);
-      if (bf16) {
-        ops.panel->bf16_to_f32(static_cast<const uint16_t*>(in.k_pages) + off, kbuf + t * d, d);
-        ops.panel->bf16_to_f32(static_cast<const uint16_t*>(in.v_pages) + off, vbuf + t * d, d);
-        k_rows[t] = kbuf + t * d;
-        v_rows[t] = vbuf + t * d;
-      } else {
-        k_rows[t] = static_cast<const float*>(in.k_pages) + off;
-        v_rows[t] = static_cast<const float*>(in.v_pages) + off;
-      }
+      k_rows[t] = kbuf + t * d;
+      v_rows[t] = vbuf + t * d;
     }
     for (int64_t t = n; t < n + 16; ++t) k_rows[t] = k_rows[n - 1];  // partial key tiles read valid rows
     ops.dot_scores(q, dp, rows, k_rows, n, d, s, lds);

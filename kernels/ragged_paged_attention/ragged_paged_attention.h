@@ -157,9 +157,9 @@ const KernelSpec& RaggedPagedAttentionSpec();
 //    (Ops::panel) on K/V blocks packed out of the pages. The causal limit of query c of a panel
 //    is a diagonal, exactly flash_attention's mask.
 //  * dot form (fewer queries, i.e. decode): score rows are (query, head) pairs of the item, each
-//    a row of head_dim floats; scores are register tiles of dot products read straight out of
-//    the page pool (rows x keys, reduced across lanes once per tile), P.V register tiles of
-//    rows x head_dim chunks.
+//    a row of head_dim floats; scores are register tiles of dot products against the block's
+//    K rows (rows x keys, reduced across lanes once per tile), P.V register tiles of rows x
+//    head_dim chunks. Both forms pack each K/V block out of the pages first (rows in order).
 // Layout contract of the dot-form operations: q and o rows are 64-byte aligned, `ldq`/`ldo` a
 // multiple of 16 floats, q zero beyond head_dim; k and v are row pointers (head_dim floats each,
 // any alignment) and k has n + 16 readable entries (tiles past n read repeats; their scores

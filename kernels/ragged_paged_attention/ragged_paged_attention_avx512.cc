@@ -5,8 +5,8 @@
 // Scores: a register tile of R score rows x T keys (R*T = 16 zmm accumulators: 4x4, 2x8, 1x16)
 // runs over head_dim with R + T loads per 16 FMAs and is reduced by one 16-to-1 transposing tree
 // (45 shuffles/adds for 16 dot products instead of ~8 per dot product with
-// _mm512_reduce_add_ps): at head_dim 128 that is 128 FMAs + 45 shuffles per tile, with no packing
-// of K at all (packing K^T for a GEMM micro-kernel would cost more than the dot products when
+// _mm512_reduce_add_ps): at head_dim 128 that is 128 FMAs + 45 shuffles per tile, with no
+// transpose of K (packing K^T for a GEMM micro-kernel would cost more than the dot products when
 // there are only 4 rows). P.V: R rows x C 16-float chunks of head_dim (R*C <= 16 accumulators),
 // one V load per chunk and one broadcast per row per key.
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
