@@ -46,14 +46,14 @@ inline constexpr BucketDim kDims[] = {
 };
 
 inline constexpr std::array<Row, 16> kRows{{
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {16, 128}, 55320834.0, 5, 11, 4162},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 64}, 9419296.75, 5, 11, 4159},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {8, 128}, 58705644.0, 5, 5, 3735},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {1, 2}, 18453927.0, 5, 5, 3642},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 64}, 28172077.0, 5, 12, 4223},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 32}, 5020152.0, 5, 12, 4205},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 128}, 3.066853e+07, 5, 6, 3839},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {1, 64}, 17202685.0, 5, 6, 3773},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 64}, 60583276.0, 5, 3, 263},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 64}, 10416790.333333334, 5, 3, 247},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {8, 128}, 59987618.0, 5, 1, 111},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 8}, 18076068.5, 5, 1, 7},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 64}, 28822977.0, 5, 4, 311},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 32}, 5961768.5, 5, 4, 293},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 128}, 30992428.0, 5, 2, 215},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {4, 2}, 10629663.0, 5, 2, 116},
     {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 16}, 37365163.0, 5, 11, 3711},
     {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {2, 16}, 4721587.5, 5, 11, 3691},
     {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {32, 32}, 57634937.0, 5, 6, 3694},
