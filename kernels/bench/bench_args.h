@@ -3,6 +3,8 @@
 // and Google Benchmark owns the rest of the command line).
 #pragma once
 
+#include <benchmark/benchmark.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +40,16 @@ inline bool ApplyIsaFlag(std::string_view arg) {
     std::exit(2);
   }
   return true;
+}
+
+// Hands the arguments this program did not take to Google Benchmark, runs what was
+// registered and returns main's exit code.
+inline int RunRegisteredBenchmarks(std::vector<char*>& rest) {
+  int rest_argc = static_cast<int>(rest.size());
+  benchmark::Initialize(&rest_argc, rest.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
 }
 
 inline std::vector<std::string> SplitList(std::string_view text) {

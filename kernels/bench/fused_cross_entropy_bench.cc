@@ -247,11 +247,7 @@ int Main(int argc, char** argv) {
       }
     }
   }
-  int rest_argc = static_cast<int>(rest.size());
-  benchmark::Initialize(&rest_argc, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return bench::RunRegisteredBenchmarks(rest);
 }
 
 }  // namespace

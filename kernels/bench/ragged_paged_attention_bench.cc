@@ -12,8 +12,8 @@
 // The baseline's gather and layout change (pages -> [kv_heads, kv_len, head_dim], q tokens ->
 // [heads, q_len, head_dim] and back) are timed, as they would be in a server using a contiguous
 // kernel; its buffers are allocated once outside the timed loop. Before timing, both sides run
-// once per batch and their outputs are compared (stderr: "agree"). fma_peak_avx512 and
-// stream_read_avx512 measure this core's FLOP and DRAM-read rooflines under the same load.
+// once per batch and their outputs are compared (stderr: "agree"). The rooflines are
+// roofline_bench's (deploy/bench-kernels.sh runs it at the same ISA level).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -25,16 +25,6 @@
 #include <string_view>
 #include <vector>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
-// GCC 12's AVX-512 headers build some results from _mm512_undefined_*(), which -Wuninitialized
-// reports at every inlined use (GCC bug 105593); the values are fully defined.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 #include "kernels/bench/bench_args.h"
 #include "kernels/core/parallel.h"
@@ -199,50 +189,6 @@ void CheckAgreement(const RaggedPagedAttentionBatch* b, const std::string& tag) 
                a && c && r.ok ? "agree" : "DISAGREE", r.max_abs_err);
 }
 
-#if defined(__x86_64__)
-// The FLOP roofline of one core: 16 independent AVX-512 FMA chains (latency 4 x 2 ports = 8 in
-// flight needed), 32 flops per FMA.
-__attribute__((target("avx512f,fma"), noinline)) float FmaPeakLoop(int64_t iters) {
-  __m512 acc[16];
-  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(float(i) * 1e-3f);
-  const __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-4f);
-  for (int64_t it = 0; it < iters; ++it) {
-#pragma GCC unroll 16
-    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
-  }
-  __m512 s = acc[0];
-  for (int i = 1; i < 16; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
-}
-
-void BenchFmaPeak(benchmark::State& state) {
-  constexpr int64_t kIters = 1 << 20;
-  volatile int64_t iters = kIters;  // opaque to the optimiser, so the loop is not folded
-  for (auto _ : state) benchmark::DoNotOptimize(FmaPeakLoop(iters));
-  state.counters["GFLOPs"] =
-      benchmark::Counter(double(kIters) * 16 * 32 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
-
-// The bandwidth roofline of one core: a sum over 256 MiB (far beyond the caches) with 4
-// independent AVX-512 accumulators.
-__attribute__((target("avx512f"), noinline)) float SumLoop(const float* x, int64_t n) {
-  __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  for (int64_t i = 0; i + 64 <= n; i += 64) {
-    a0 = _mm512_add_ps(a0, _mm512_loadu_ps(x + i));
-    a1 = _mm512_add_ps(a1, _mm512_loadu_ps(x + i + 16));
-    a2 = _mm512_add_ps(a2, _mm512_loadu_ps(x + i + 32));
-    a3 = _mm512_add_ps(a3, _mm512_loadu_ps(x + i + 48));
-  }
-  return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)));
-}
-
-void BenchStreamRead(benchmark::State& state) {
-  const int64_t n = int64_t{64} << 20;
-  std::vector<float> x(static_cast<size_t>(n), 1.0f);
-  for (auto _ : state) benchmark::DoNotOptimize(SumLoop(x.data(), n));
-  state.counters["GBps"] = benchmark::Counter(double(n) * 4 * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
-}
-#endif
 
 int Main(int argc, char** argv) {
   std::vector<int> thread_counts = {1, 2};
@@ -304,17 +250,7 @@ int Main(int argc, char** argv) {
       }
     }
   }
-#if defined(__x86_64__)
-  if (std::string_view(RaggedPagedAttentionIsa()) == "avx512") {
-    benchmark::RegisterBenchmark("fma_peak_avx512/t1", BenchFmaPeak)->UseRealTime();
-    benchmark::RegisterBenchmark("stream_read_avx512/t1", BenchStreamRead)->UseRealTime();
-  }
-#endif
-  int rest_argc = static_cast<int>(rest.size());
-  benchmark::Initialize(&rest_argc, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return bench::RunRegisteredBenchmarks(rest);
 }
 
 }  // namespace

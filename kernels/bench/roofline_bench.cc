@@ -22,6 +22,13 @@
 #include <immintrin.h>
 #endif
 
+// GCC 12's AVX-512 headers build some results from _mm512_undefined_*(), which -Wuninitialized
+// reports at every inlined use of _mm512_reduce_add_ps (GCC bug 105593); the values are defined.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace blocktune::kernels {
 namespace {
 
@@ -156,11 +163,7 @@ int Main(int argc, char** argv) {
 #else
   std::fprintf(stderr, "roofline_bench: no probes for this architecture\n");
 #endif
-  int rest_argc = static_cast<int>(rest.size());
-  benchmark::Initialize(&rest_argc, rest.data());
-  benchmark::RunSpecifiedBenchmarks();
-  benchmark::Shutdown();
-  return 0;
+  return bench::RunRegisteredBenchmarks(rest);
 }
 
 }  // namespace
