@@ -44,7 +44,9 @@
 #define BLOCKTUNE_FCE_AVX2 __attribute__((target("avx2,fma")))
 // GCC 12 reports the AVX-512 intrinsics' internal _mm512_undefined operands (max/min/roundscale
 // inside vec::Exp) as "maybe uninitialized" once inlined; they are fully overwritten.
+#if defined(__GNUC__) && !defined(__clang__)  // GCC-only warning names
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #endif
 
 namespace blocktune::kernels {

@@ -31,7 +31,9 @@
 #include <immintrin.h>
 // GCC 12 reports the intrinsics' internal _mm512_undefined operands of cvtepu16/slli as
 // "maybe uninitialized" once inlined; they are fully overwritten.
+#if defined(__GNUC__) && !defined(__clang__)  // GCC-only warning names
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define GMM_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define GMM_AVX2 __attribute__((target("avx2,fma")))
 #endif
