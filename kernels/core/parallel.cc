@@ -35,6 +35,8 @@ thread_local bool t_in_pool = false;
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");  // the spin-wait hint, as PAUSE on x86
 #endif
 }
 

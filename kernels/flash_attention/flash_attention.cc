@@ -26,9 +26,13 @@ constexpr int64_t kMaxDim = int64_t{1} << 31;
 // (2^21 flops is ~10 us on one AVX-512 core), so small problems use fewer threads.
 constexpr double kMinFlopsPerThread = double(1 << 21);
 
+// nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
+// compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
 const Ops* OpsForIsa(std::string_view isa) {
+#if defined(__x86_64__)
   if (isa == "avx512") return &flash_attention_internal::Avx512Ops();
   if (isa == "avx2") return &flash_attention_internal::Avx2Ops();
+#endif
   if (isa == "base" || isa == "portable") return &flash_attention_internal::PortableOps();
   return nullptr;
 }
@@ -54,18 +58,17 @@ struct ScratchLayout {
   int64_t Total() const { return qt + ot + s + 3 * stats + 2 * kv + qrows; }
 };
 
-ScratchLayout Layout(const Ops& ops, const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape,
-                     DType dtype) {
+ScratchLayout Layout(int panel, const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, DType dtype) {
   ScratchLayout l;
   const int64_t qb = std::min(bs.block_q, shape.seq_q);
   const int64_t kb = std::min(bs.block_kv, shape.seq_kv);
-  l.panels = (qb + ops.panel - 1) / ops.panel;
-  l.qt = RoundUp16(l.panels * ops.panel * shape.head_dim);
+  l.panels = (qb + panel - 1) / panel;
+  l.qt = RoundUp16(l.panels * panel * shape.head_dim);
   l.ot = l.qt;
-  l.s = RoundUp16(kb * ops.panel);
-  l.stats = RoundUp16(l.panels * ops.panel);
+  l.s = RoundUp16(kb * panel);
+  l.stats = RoundUp16(l.panels * panel);
   l.kv = dtype == DType::kBF16 ? RoundUp16(kb * shape.head_dim) : 0;
-  l.qrows = dtype == DType::kBF16 ? RoundUp16(ops.panel * shape.head_dim) : 0;  // one panel of Q rows in f32
+  l.qrows = dtype == DType::kBF16 ? RoundUp16(panel * shape.head_dim) : 0;  // one panel of Q rows in f32
   return l;
 }
 
@@ -180,7 +183,7 @@ Status Run(const Ops& ops, const HardwareProfile& hw, const FlashAttentionBlockS
   if (items == 0) return {};
   Args a{&ops, bs, shape, dtype, q, k, v, o, lse,
          scale.has_value() ? *scale : FlashAttentionDefaultScale(shape.head_dim)};
-  const ScratchLayout lay = Layout(ops, bs, shape, dtype);
+  const ScratchLayout lay = Layout(ops.panel, bs, shape, dtype);
   const double flops = 4.0 * double(bh) * double(FlashAttentionPairs(shape)) * double(shape.head_dim);
   const int useful = static_cast<int>(
       std::min<double>({std::max(1.0, flops / kMinFlopsPerThread), double(threads), double(items)}));
@@ -274,9 +277,10 @@ Status Validate(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& s
 
 int64_t FlashAttentionScratchBytes(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, DType dtype,
                                    std::string_view isa) {
-  const Ops* ops = OpsForIsa(isa);
-  if (ops == nullptr) ops = &flash_attention_internal::PortableOps();
-  return 4 * Layout(*ops, bs, shape, dtype).Total();
+  const int panel = isa == "avx512" ? flash_attention_internal::kAvx512Panel
+                    : isa == "avx2"   ? flash_attention_internal::kAvx2Panel
+                                      : flash_attention_internal::kPortablePanel;
+  return 4 * Layout(panel, bs, shape, dtype).Total();
 }
 
 Status FlashAttention(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, const float* q,
@@ -294,8 +298,10 @@ Status FlashAttentionWithIsa(std::string_view isa, const FlashAttentionBlockSize
                              const FlashAttentionShape& shape, DType dtype, const void* q, const void* k,
                              const void* v, float* o, float* lse, int threads, std::optional<float> scale) {
   const Ops* ops = OpsForIsa(isa);
-  if (ops == nullptr) return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
-  if (!HostCanRun(isa)) {
+  if (ops == nullptr && isa != "avx512" && isa != "avx2") {
+    return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
+  }
+  if (ops == nullptr || !HostCanRun(isa)) {
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
                      "isa");
   }

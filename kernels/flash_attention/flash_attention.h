@@ -136,6 +136,14 @@ struct Ops {
 void PackQPanel16(const float* q, int64_t ldq, int rows, int64_t head_dim, float scale, float* qt);
 void StoreOPanel16(const float* ot, int cols, int64_t head_dim, const float* inv_l, float* o, int64_t ldo);
 
+// Each ISA's panel width (Ops::panel). Here as well as in the Ops tables because scratch sizes
+// and Validate answer for any ISA on any host (an avx512 row checked on an aarch64 machine),
+// and the x86 files are only compiled on x86-64.
+inline constexpr int kAvx512Panel = 32;
+inline constexpr int kAvx2Panel = 16;
+inline constexpr int kPortablePanel = 16;
+
+// Avx512Ops and Avx2Ops exist on x86-64 builds only (kernels/CMakeLists.txt).
 const Ops& Avx512Ops();
 const Ops& Avx2Ops();
 const Ops& PortableOps();

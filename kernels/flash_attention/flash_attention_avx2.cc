@@ -4,7 +4,6 @@
 // compares against a float iota because AVX2 has no mask registers.
 #include "kernels/flash_attention/flash_attention.h"
 
-#if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -18,7 +17,7 @@
 namespace blocktune::kernels::flash_attention_internal {
 namespace {
 
-constexpr int kPanel = 16;
+constexpr int kPanel = kAvx2Panel;
 constexpr int kTileRows = 6;
 
 using TileFn = void (*)(const float* x, int64_t ldx, const float* panel, int64_t steps, float* out,
@@ -217,11 +216,3 @@ const Ops& Avx2Ops() {
 }
 
 }  // namespace blocktune::kernels::flash_attention_internal
-
-#else
-
-namespace blocktune::kernels::flash_attention_internal {
-const Ops& Avx2Ops() { return PortableOps(); }
-}  // namespace blocktune::kernels::flash_attention_internal
-
-#endif

@@ -9,7 +9,6 @@
 // end of the key sequence.
 #include "kernels/flash_attention/flash_attention.h"
 
-#if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -23,7 +22,7 @@
 namespace blocktune::kernels::flash_attention_internal {
 namespace {
 
-constexpr int kPanel = 32;
+constexpr int kPanel = kAvx512Panel;
 constexpr int kTileRows = 8;
 
 using TileFn = void (*)(const float* x, int64_t ldx, const float* panel, int64_t steps, float* out,
@@ -307,11 +306,3 @@ const Ops& Avx512Ops() {
 }
 
 }  // namespace blocktune::kernels::flash_attention_internal
-
-#else
-
-namespace blocktune::kernels::flash_attention_internal {
-const Ops& Avx512Ops() { return PortableOps(); }
-}  // namespace blocktune::kernels::flash_attention_internal
-
-#endif

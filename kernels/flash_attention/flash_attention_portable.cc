@@ -10,7 +10,7 @@
 namespace blocktune::kernels::flash_attention_internal {
 namespace {
 
-constexpr int kPanel = 16;
+constexpr int kPanel = kPortablePanel;
 
 // One key row at a time against the whole panel: the 16-lane accumulator stays in registers
 // and the unrolled lane loop is what should be vectorised (4 SSE vectors, by SLP). g++'s loop

@@ -32,9 +32,13 @@ constexpr double kMinFlopsPerThread = double(1 << 21);
 // A thread whose columns are at most this many reads A in place (see ComputeBlock).
 constexpr int64_t kSkinnyCols = 64;
 
+// nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
+// compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
 const MicroKernelSet* SetForIsa(std::string_view isa) {
+#if defined(__x86_64__)
   if (isa == "avx512") return &matmul_internal::Avx512Kernels();
   if (isa == "avx2") return &matmul_internal::Avx2Kernels();
+#endif
   if (isa == "base" || isa == "portable") return &matmul_internal::PortableKernels();
   return nullptr;
 }
@@ -205,9 +209,9 @@ Status Run(const MicroKernelSet& ks, const HardwareProfile& hw, const MatmulBloc
 }  // namespace
 
 MatmulTile MatmulTileFor(std::string_view isa) {
-  const MicroKernelSet* s = SetForIsa(isa);
-  if (s == nullptr) s = &matmul_internal::PortableKernels();
-  return MatmulTile{s->tile_rows, s->tile_cols};
+  if (isa == "avx512") return MatmulTile{matmul_internal::kAvx512TileRows, matmul_internal::kAvx512TileCols};
+  if (isa == "avx2") return MatmulTile{matmul_internal::kAvx2TileRows, matmul_internal::kAvx2TileCols};
+  return MatmulTile{matmul_internal::kPortableTileRows, matmul_internal::kPortableTileCols};
 }
 
 Status ValidateGemmBlocking(const GemmBlocking& g, const HardwareProfile& hw) {
@@ -282,8 +286,10 @@ template <typename T>
 Status MatmulWithIsaT(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const T* a,
                       const T* b, float* c, int threads) {
   const MicroKernelSet* s = SetForIsa(isa);
-  if (s == nullptr) return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
-  if (!HostCanRun(isa)) {
+  if (s == nullptr && isa != "avx512" && isa != "avx2") {
+    return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
+  }
+  if (s == nullptr || !HostCanRun(isa)) {
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
                      "isa");
   }

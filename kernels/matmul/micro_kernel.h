@@ -17,6 +17,16 @@ namespace blocktune::kernels::matmul_internal {
 // Largest micro-tile row count of any ISA (sizes the function tables).
 inline constexpr int kMaxTileRows = 16;
 
+// Each ISA's micro-tile (rows x cols; the reasons are in its micro_kernel_<isa>.cc). Here as
+// well as in the kernel sets because Validate checks a config for any ISA on any host (an
+// avx512 row on an AVX2 or aarch64 machine), and the x86 files are only compiled on x86-64.
+inline constexpr int kAvx512TileRows = 12;
+inline constexpr int kAvx512TileCols = 32;
+inline constexpr int kAvx2TileRows = 6;
+inline constexpr int kAvx2TileCols = 16;
+inline constexpr int kPortableTileRows = 4;
+inline constexpr int kPortableTileCols = 16;
+
 // C[rows x cols] (=|+=) Apanel * Bpanel over kc. `a` is a packed micro-panel (kc steps of
 // `tile_rows` floats, rows beyond `rows` unread), `b` a packed micro-panel (kc steps of
 // `tile_cols` floats, 64-byte aligned, zero beyond `cols`). accumulate=false overwrites C.
@@ -120,6 +130,7 @@ void PackBRows(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, W
   }
 }
 
+// Avx512Kernels and Avx2Kernels exist on x86-64 builds only (kernels/CMakeLists.txt).
 const MicroKernelSet& Avx512Kernels();
 const MicroKernelSet& Avx2Kernels();
 const MicroKernelSet& PortableKernels();

@@ -7,7 +7,6 @@
 
 #include <utility>
 
-#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #define BLOCKTUNE_AVX2 __attribute__((target("avx2,fma")))
@@ -15,8 +14,8 @@
 namespace blocktune::kernels::matmul_internal {
 namespace {
 
-constexpr int kTileRows = 6;
-constexpr int kTileCols = 16;
+constexpr int kTileRows = kAvx2TileRows;
+constexpr int kTileCols = kAvx2TileCols;
 
 // Lane i is enabled (sign bit set) iff i < cols.
 BLOCKTUNE_AVX2 inline __m256i ColMask(int cols) {
@@ -117,11 +116,3 @@ const MicroKernelSet& Avx2Kernels() {
 }
 
 }  // namespace blocktune::kernels::matmul_internal
-
-#else
-
-namespace blocktune::kernels::matmul_internal {
-const MicroKernelSet& Avx2Kernels() { return PortableKernels(); }
-}  // namespace blocktune::kernels::matmul_internal
-
-#endif

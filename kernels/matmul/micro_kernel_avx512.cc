@@ -9,7 +9,6 @@
 
 #include <utility>
 
-#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
 #define BLOCKTUNE_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
@@ -17,8 +16,8 @@
 namespace blocktune::kernels::matmul_internal {
 namespace {
 
-constexpr int kTileRows = 12;
-constexpr int kTileCols = 32;
+constexpr int kTileRows = kAvx512TileRows;
+constexpr int kTileCols = kAvx512TileCols;
 constexpr int kPrefetchSteps = 8;
 
 BLOCKTUNE_AVX512 inline __mmask16 ColMask(int cols) {
@@ -111,11 +110,3 @@ const MicroKernelSet& Avx512Kernels() {
 }
 
 }  // namespace blocktune::kernels::matmul_internal
-
-#else
-
-namespace blocktune::kernels::matmul_internal {
-const MicroKernelSet& Avx512Kernels() { return PortableKernels(); }
-}  // namespace blocktune::kernels::matmul_internal
-
-#endif

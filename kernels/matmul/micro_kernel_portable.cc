@@ -11,8 +11,8 @@
 namespace blocktune::kernels::matmul_internal {
 namespace {
 
-constexpr int kTileRows = 4;
-constexpr int kTileCols = 16;
+constexpr int kTileRows = kPortableTileRows;
+constexpr int kTileCols = kPortableTileCols;
 
 template <int kRows, int kCols, bool kARows>
 __attribute__((always_inline)) inline void KernelT(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,

@@ -186,6 +186,7 @@ struct Ops {
                  float* o, int64_t ldo, const float* alpha);
 };
 
+// Avx512Ops and Avx2Ops exist on x86-64 builds only (kernels/CMakeLists.txt).
 const Ops& Avx512Ops();
 const Ops& Avx2Ops();
 const Ops& PortableOps();

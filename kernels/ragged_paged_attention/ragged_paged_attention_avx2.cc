@@ -10,7 +10,6 @@
 // accumulators), one V load per chunk and one broadcast per row per key.
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
 
-#if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -239,11 +238,3 @@ const Ops& Avx2Ops() {
 }
 
 }  // namespace blocktune::kernels::rpa_internal
-
-#else
-
-namespace blocktune::kernels::rpa_internal {
-const Ops& Avx2Ops() { return PortableOps(); }
-}  // namespace blocktune::kernels::rpa_internal
-
-#endif

@@ -11,7 +11,6 @@
 // one V load per chunk and one broadcast per row per key.
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
 
-#if defined(__x86_64__)
 #include <immintrin.h>
 
 #include <algorithm>
@@ -253,11 +252,3 @@ const Ops& Avx512Ops() {
 }
 
 }  // namespace blocktune::kernels::rpa_internal
-
-#else
-
-namespace blocktune::kernels::rpa_internal {
-const Ops& Avx512Ops() { return PortableOps(); }
-}  // namespace blocktune::kernels::rpa_internal
-
-#endif
