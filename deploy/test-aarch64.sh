@@ -8,7 +8,8 @@
 #
 # GoogleTest is built from the sources libgtest-dev ships in /usr/src/googletest, with the
 # cross compiler, inside this build: no arm64 multiarch packages or apt sources are needed.
-# Takes ~5 min on 2 loaded cores the first time (build ~3 min, tests ~1.5-3 min under qemu).
+# Takes ~5 min on 2 idle cores (build ~3 min, tests ~1 min of CPU under qemu); under heavy load
+# the tests alone took 12-23 min of wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build_dir=${1:-build-aarch64}
