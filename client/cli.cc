@@ -23,20 +23,6 @@ std::string ResolveToken(const Common& c) {
   return t;
 }
 
-std::string UrlEncode(const std::string& s) {
-  std::string out;
-  for (unsigned char ch : s) {
-    if (std::isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
-      out += static_cast<char>(ch);
-    } else {
-      char buf[4];
-      std::snprintf(buf, sizeof buf, "%%%02X", ch);
-      out += buf;
-    }
-  }
-  return out;
-}
-
 Result<NamedInts> ParseShape(const std::string& text) {
   auto s = NamedInts::Parse(text);
   if (!s) return std::unexpected(WithPathPrefix(s.error(), "--shape"));
@@ -54,20 +40,21 @@ void AddCommon(CLI::App* cmd, Common& c, bool server) {
   cmd->add_flag("--json", c.json, "print machine-readable JSON");
 }
 
-std::expected<HttpReply, int> Call(const Common& c, const std::string& method, const std::string& path,
-                                   const CallOptions& options) {
+std::expected<HttpReply, int> Call(const Common& c, const Target& target, const CallOptions& options) {
+  const api::Route& route = api::RouteOf(target.op);
   httplib::Client cli(c.server);
   cli.set_connection_timeout(5);
   cli.set_read_timeout(120);
   httplib::Headers headers;
-  if (method != "GET") {
+  if (route.auth == api::Auth::kBearer) {
     const std::string token = ResolveToken(c);
     if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   }
   if (!options.idempotency_key.empty()) headers.emplace("Idempotency-Key", options.idempotency_key);
-  httplib::Result r = method == "GET"      ? cli.Get(path.c_str(), headers)
-                      : method == "DELETE" ? cli.Delete(path.c_str(), headers, options.body, "application/json")
-                                           : cli.Post(path.c_str(), headers, options.body, "application/json");
+  const char* url = target.url.c_str();
+  httplib::Result r = route.method == "GET"      ? cli.Get(url, headers)
+                      : route.method == "DELETE" ? cli.Delete(url, headers, options.body, "application/json")
+                                                 : cli.Post(url, headers, options.body, "application/json");
   if (!r) {
     Fail(kExitUnreachable, "cannot reach " + c.server + ": " + httplib::to_string(r.error()));
     return std::unexpected(kExitUnreachable);

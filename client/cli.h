@@ -15,6 +15,7 @@
 
 #include "kernels/core/config.h"
 #include "server/codec.h"
+#include "server/routes.h"
 
 namespace blocktune::client {
 
@@ -36,7 +37,6 @@ struct Common {
 
 int Fail(int code, const std::string& message);
 std::string ResolveToken(const Common& c);
-std::string UrlEncode(const std::string& s);
 Result<NamedInts> ParseShape(const std::string& text);
 void AddCommon(CLI::App* cmd, Common& c, bool server);
 
@@ -52,10 +52,21 @@ struct CallOptions {
   bool raw = false;  // the answer is not JSON (tables, metrics)
 };
 
-// GET, POST or DELETE; the token goes on everything but GET. Errors are printed (the server's
-// error body with --json) and returned as an exit code.
-std::expected<HttpReply, int> Call(const Common& c, const std::string& method, const std::string& path,
-                                   const CallOptions& options = {});
+// An operation of the route table and its URL (path parameters filled in, query appended),
+// built by api::Url from the table, which refuses a query parameter the route does not declare.
+struct Target {
+  api::Op op;
+  std::string url;
+};
+inline Target To(api::Op op, std::initializer_list<std::string_view> path_args = {},
+                 const std::vector<std::pair<std::string, std::string>>& query = {}) {
+  return Target{op, api::Url(op, path_args, query)};
+}
+
+// Sends the operation with the route's method; the token goes with it exactly when the route
+// table marks the route kBearer. Errors are printed (the server's error body with --json) and
+// returned as an exit code.
+std::expected<HttpReply, int> Call(const Common& c, const Target& target, const CallOptions& options = {});
 
 // Prints any JSON value for people: objects as aligned "key  value" lines, arrays of objects as
 // blocks separated by blank lines. Keys come from the document, so no key is spelled here.

@@ -18,6 +18,8 @@
 namespace blocktune::client {
 namespace {
 
+using api::Op;
+
 std::string Duration(double seconds) {
   if (seconds < 0) return "?";
   const long s = static_cast<long>(seconds + 0.5);
@@ -71,7 +73,7 @@ int WaitRemote(const Common& c, int64_t id, double poll_seconds) {
   const bool tty = isatty(fileno(stderr)) != 0;
   std::string last;
   while (true) {
-    auto got = Call(c, "GET", "/v1/sweeps/" + std::to_string(id));
+    auto got = Call(c, To(Op::kGetSweep, {std::to_string(id)}));
     if (!got) return got.error();
     auto st = wire::DecodeSweepStatus(got->body);
     if (!st) return Fail(kExitServerError, "malformed sweep status: " + st.error().ToString());
@@ -187,7 +189,7 @@ int RunSweep(const Common& c, const SweepArgs& a) {
   CallOptions o;
   o.body = wire::Dump(wire::EncodeSweepRequest(*request));
   o.idempotency_key = a.idempotency_key;
-  auto created = Call(c, "POST", "/v1/sweeps", o);
+  auto created = Call(c, To(Op::kCreateSweep), o);
   if (!created) return created.error();
   const int64_t id = created->body.value("id", int64_t{0});
   if (a.no_wait) {
@@ -245,19 +247,19 @@ int RunLookup(const Common& c, const LookupArgs& a) {
     if (!queries) return Fail(kExitUsage, a.batch + ": " + queries.error().ToString());
     CallOptions o;
     o.body = wire::Dump(wire::EncodeBatchLookupRequest(*queries));
-    auto got = Call(c, "POST", "/v1/lookup", o);
+    auto got = Call(c, To(Op::kBatchLookup), o);
     if (!got) return got.error();
     return PrintReply(c, *got);
   }
   if (a.kernel.empty() || a.shape.empty()) return Fail(kExitUsage, "lookup needs KERNEL and --shape (or --batch FILE)");
   auto dims = ParseShape(a.shape);
   if (!dims) return Fail(kExitUsage, dims.error().ToString());
-  std::string path = "/v1/lookup?kernel=" + UrlEncode(a.kernel) + "&dtype=" + UrlEncode(a.dtype) +
-                     "&threads=" + std::to_string(a.threads);
-  for (const auto& [n, v] : dims->values()) path += "&" + UrlEncode(n) + "=" + std::to_string(v);
-  if (!a.hardware.empty()) path += "&hardware=" + UrlEncode(a.hardware);
-  if (!a.config.empty()) path += "&config=" + UrlEncode(a.config);
-  auto got = Call(c, "GET", path);
+  std::vector<std::pair<std::string, std::string>> query = {
+      {"kernel", a.kernel}, {"dtype", a.dtype}, {"threads", std::to_string(a.threads)}};
+  for (const auto& [n, v] : dims->values()) query.emplace_back(n, std::to_string(v));
+  if (!a.hardware.empty()) query.emplace_back("hardware", a.hardware);
+  if (!a.config.empty()) query.emplace_back("config", a.config);
+  auto got = Call(c, To(Op::kGetLookup, {}, query));
   if (!got) return got.error();
   if (c.json) {
     std::printf("%s\n", got->text.c_str());
@@ -269,9 +271,9 @@ int RunLookup(const Common& c, const LookupArgs& a) {
   return 0;
 }
 
-// GET path and print: JSON as received with --json, PrintHuman otherwise.
-int Show(const Common& c, const std::string& path) {
-  auto got = Call(c, "GET", path);
+// Call and print: JSON as received with --json, PrintHuman otherwise.
+int Show(const Common& c, const Target& target) {
+  auto got = Call(c, target);
   if (!got) return got.error();
   return PrintReply(c, *got);
 }
@@ -286,9 +288,10 @@ struct SweepsArgs {
 };
 
 int RunSweepsList(const Common& c, const SweepsArgs& a) {
-  std::string path = "/v1/sweeps?limit=" + std::to_string(a.limit) + "&after_id=" + std::to_string(a.after);
-  if (!a.status.empty()) path += "&status=" + UrlEncode(a.status);
-  auto got = Call(c, "GET", path);
+  std::vector<std::pair<std::string, std::string>> query = {{"limit", std::to_string(a.limit)},
+                                                              {"after_id", std::to_string(a.after)}};
+  if (!a.status.empty()) query.emplace_back("status", a.status);
+  auto got = Call(c, To(Op::kListSweeps, {}, query));
   if (!got) return got.error();
   if (c.json) {
     std::printf("%s\n", got->text.c_str());
@@ -305,8 +308,8 @@ int RunMeasurements(const Common& c, const SweepsArgs& a) {
   int64_t after = a.after;
   bool header = false;
   while (true) {
-    auto got = Call(c, "GET", "/v1/sweeps/" + std::to_string(a.id) + "/measurements?limit=" + std::to_string(a.limit) +
-                                  "&after_id=" + std::to_string(after));
+    auto got = Call(c, To(Op::kListMeasurements, {std::to_string(a.id)},
+                          {{"limit", std::to_string(a.limit)}, {"after_id", std::to_string(after)}}));
     if (!got) return got.error();
     int64_t next = 0;
     auto page = wire::DecodeMeasurementPage(got->body, &next);
@@ -377,13 +380,13 @@ int RunOverrideSet(const Common& c, const OverrideArgs& a) {
   }
   CallOptions opt;
   opt.body = wire::Dump(wire::EncodeOverrideRequest(o));
-  auto got = Call(c, "POST", "/v1/overrides", opt);
+  auto got = Call(c, To(Op::kCreateOverride), opt);
   if (!got) return got.error();
   return PrintReply(c, *got);
 }
 
 int RunOverrideList(const Common& c) {
-  auto got = Call(c, "GET", "/v1/overrides");
+  auto got = Call(c, To(Op::kListOverrides));
   if (!got) return got.error();
   if (c.json) {
     std::printf("%s\n", got->text.c_str());
@@ -402,8 +405,7 @@ int RunOverrideList(const Common& c) {
 }
 
 int RunTuned(const Common& c, const std::string& kernel, const std::string& hardware, const std::string& dtype) {
-  std::string path = "/v1/tuned?kernel=" + UrlEncode(kernel) + "&hardware=" + UrlEncode(hardware) + "&dtype=" + UrlEncode(dtype);
-  auto got = Call(c, "GET", path);
+  auto got = Call(c, To(Op::kListTuned, {}, {{"kernel", kernel}, {"hardware", hardware}, {"dtype", dtype}}));
   if (!got) return got.error();
   if (c.json) {
     std::printf("%s\n", got->text.c_str());
@@ -424,7 +426,7 @@ int RunTuned(const Common& c, const std::string& kernel, const std::string& hard
 int RunTablesDownload(const Common& c, const std::string& kernel, const std::string& out) {
   CallOptions o;
   o.raw = true;
-  auto got = Call(c, "GET", "/v1/tables/" + UrlEncode(kernel), o);
+  auto got = Call(c, To(Op::kGetTable, {kernel}), o);
   if (!got) return got.error();
   if (out.empty() || out == "-") {
     std::fwrite(got->text.data(), 1, got->text.size(), stdout);
@@ -439,7 +441,7 @@ int RunTablesDownload(const Common& c, const std::string& kernel, const std::str
 
 int RunBackup(const Common& c, const std::string& db, const std::string& out) {
   if (db.empty()) {
-    auto got = Call(c, "POST", "/v1/backup");
+    auto got = Call(c, To(Op::kCreateBackup));
     if (!got) return got.error();
     return PrintReply(c, *got);
   }
@@ -457,9 +459,9 @@ int RunBackup(const Common& c, const std::string& db, const std::string& out) {
 }
 
 int RunHealth(const Common& c) {
-  auto live = Call(c, "GET", "/healthz");
+  auto live = Call(c, To(Op::kGetHealth));
   if (!live) return live.error();
-  auto ready = Call(c, "GET", "/readyz");
+  auto ready = Call(c, To(Op::kGetReady));
   if (!ready) return ready.error();
   if (c.json) {
     std::printf("%s\n", ready->text.c_str());
@@ -595,10 +597,10 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   return [=, &common]() -> int {
     if (sweep_cmd->parsed()) return RunSweep(common, *sweep);
     if (list_cmd->parsed()) return RunSweepsList(common, *sweeps);
-    if (show_cmd->parsed()) return Show(common, "/v1/sweeps/" + std::to_string(sweeps->id));
+    if (show_cmd->parsed()) return Show(common, To(Op::kGetSweep, {std::to_string(sweeps->id)}));
     if (wait_cmd->parsed()) return WaitRemote(common, sweeps->id, sweeps->poll_seconds);
     if (cancel_cmd->parsed()) {
-      auto got = Call(common, "POST", "/v1/sweeps/" + std::to_string(sweeps->id) + "/cancel");
+      auto got = Call(common, To(Op::kCancelSweep, {std::to_string(sweeps->id)}));
       if (!got) return got.error();
       if (common.json) {
         std::printf("%s\n", got->text.c_str());
@@ -609,15 +611,16 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
     }
     if (meas_cmd->parsed()) return RunMeasurements(common, *sweeps);
     if (lookup_cmd->parsed()) return RunLookup(common, *lookup);
-    if (kernels_cmd->parsed()) return Show(common, kernel_name->empty() ? "/v1/kernels" : "/v1/kernels/" + UrlEncode(*kernel_name));
+    if (kernels_cmd->parsed()) return Show(common, kernel_name->empty() ? To(Op::kListKernels) : To(Op::kGetKernel, {*kernel_name}));
     if (hardware_cmd->parsed()) {
-      return Show(common, *host_only ? "/v1/hardware/host?threads=" + std::to_string(*host_threads) : "/v1/hardware");
+      return Show(common, *host_only ? To(Op::kGetHostHardware, {}, {{"threads", std::to_string(*host_threads)}})
+                                   : To(Op::kListHardware));
     }
     if (tuned_cmd->parsed()) return RunTuned(common, (*tuned)[0], (*tuned)[1], (*tuned)[2]);
     if (set_cmd->parsed()) return RunOverrideSet(common, *ov);
     if (olist_cmd->parsed()) return RunOverrideList(common);
     if (odel_cmd->parsed()) {
-      auto got = Call(common, "DELETE", "/v1/overrides/" + std::to_string(ov->id));
+      auto got = Call(common, To(Op::kDeleteOverride, {std::to_string(ov->id)}));
       if (!got) return got.error();
       if (common.json) {
         std::printf("%s\n", got->text.c_str());
@@ -632,7 +635,7 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
     if (metrics_cmd->parsed()) {
       CallOptions o;
       o.raw = true;
-      auto got = Call(common, "GET", "/metrics", o);
+      auto got = Call(common, To(Op::kGetMetrics), o);
       if (!got) return got.error();
       std::fwrite(got->text.data(), 1, got->text.size(), stdout);
       return 0;

@@ -1,6 +1,8 @@
-// The wire format of blocktune's HTTP API: the only place that spells JSON keys. Decoders
-// never throw (nlohmann is used with allow_exceptions=false and type checks before every get)
-// and name the offending field in Error::path, e.g. "shapes[1].k".
+// The wire format of blocktune's HTTP API: the only place that spells JSON keys, one file per
+// resource under server/codec/ (sweeps, lookup, kernels and hardware, tuned, overrides, and
+// common), each with the JSON Schema of its bodies. Decoders never throw (nlohmann is used with
+// allow_exceptions=false and type checks before every get) and name the offending field in
+// Error::path, e.g. "shapes[1].k".
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -104,5 +106,9 @@ Json EncodeReady(bool ready, std::string_view detail);
 Result<std::string> NormaliseTimestamp(std::string_view text, const std::string& path);
 
 Json EncodeConfig(const Config& c);
+
+// Every component schema of the OpenAPI document (Error, Sweep, LookupAnswer, ...), each
+// written next to its codec in server/codec/<resource>.cc.
+Json ComponentSchemas();
 
 }  // namespace blocktune::wire

@@ -1,22 +1,28 @@
-// The HTTP front of blocktuned: one route table (Routes()) that is both what the server
-// installs and what the OpenAPI document at /v1/openapi.json is generated from; guards before
-// routing (Host allow-list, body framing, bearer token on mutating routes, compared in
-// constant time and never logged); JSON error bodies for every failure, including unknown
-// routes and the library's own 4xx; per-route request counts and latency for /metrics.
+// The HTTP front of blocktuned: installs the route table (server/routes.h) in its order with
+// the handler bound to each operation (server/handlers/); guards before routing (Host
+// allow-list, body framing, and the bearer token on the routes whose table row says so,
+// compared in constant time and never logged); JSON error bodies for every failure, including
+// unknown routes and the library's own 4xx; per-route request counts and latency for /metrics;
+// and, for the contract test, an optional log of every exchange.
 #pragma once
 
 #include <array>
 #include <atomic>
+#include <cstdio>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "server/codec.h"
+#include "server/routes.h"
 #include "server/service.h"
 
 namespace httplib {
 class Server;
-}
+struct Request;
+struct Response;
+}  // namespace httplib
 
 namespace blocktune::server {
 
@@ -31,25 +37,11 @@ struct HttpOptions {
   // Host header names served (lower case, no port); "*" serves any. Loopback names are always
   // allowed; the listen address is added when it is not a wildcard.
   std::vector<std::string> allowed_hosts;
+  // When set, every request and response (bodies included, the token never) is appended to
+  // this file as one JSON line: a debugging aid and the record tests/contract validates
+  // against the served OpenAPI document. Off by default; it costs a write per request.
+  std::string exchange_log;
 };
-
-struct Route {
-  const char* method;
-  const char* path;      // OpenAPI path template, e.g. "/v1/sweeps/{id}"
-  bool mutating;         // needs the bearer token
-  const char* summary;
-  const char* query;     // documented query parameters, comma-separated ("" = none)
-  const char* request;   // component schema of the JSON body ("" = none)
-  const char* response;  // component schema of the success body ("" = not JSON)
-  int success;           // success status
-};
-
-// Every route the daemon serves, in the order they are matched.
-const std::vector<Route>& Routes();
-// The route's regex for cpp-httplib: {id} -> (\d+), other {name} -> ([A-Za-z0-9_.*-]+).
-std::string RoutePattern(const Route& r);
-// OpenAPI 3.0 document generated from Routes().
-wire::Json OpenApiDocument();
 
 // Requests and latency per route, for /metrics. Lock-free: one atomic add per request.
 class HttpMetrics {
@@ -59,7 +51,7 @@ class HttpMetrics {
   explicit HttpMetrics(size_t routes);
   // route == routes: requests that matched no route or were refused before routing.
   void Observe(size_t route, int status, double seconds);
-  std::string Render(const std::vector<Route>& routes) const;
+  std::string Render() const;
 
  private:
   struct PerRoute {
@@ -83,10 +75,13 @@ class HttpServer {
 
  private:
   void Install();
+  void LogExchange(const httplib::Request& req, const httplib::Response& res);
   Service& service_;
   HttpOptions options_;
   std::unique_ptr<httplib::Server> http_;
   HttpMetrics metrics_;
+  std::mutex log_mu_;
+  std::FILE* log_ = nullptr;
 };
 
 // Constant-time comparison, so the token cannot be guessed byte by byte from response times.

@@ -62,6 +62,10 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(1, 1024));
   app.add_option("--allowed-host", allowed_hosts,
                  "Host header names to serve besides loopback and --host (repeatable; '*' serves any)");
+  std::string exchange_log;
+  app.add_option("--exchange-log", exchange_log,
+                 "debugging and contract tests: append every HTTP request and response (bodies included, the token "
+                 "never) to this file as JSON lines; off by default");
   app.add_option("--backup-dir", backup_dir, "where POST /v1/backup writes (default: 'backups' beside the database)");
   app.add_option("--sweeps-per-minute", sweeps_per_minute, "rate limit on sweep creation (burst of 10)")
       ->capture_default_str()->check(CLI::Range(0.1, 100000.0));
@@ -162,6 +166,7 @@ int main(int argc, char** argv) {
   http_options.token = *token;
   http_options.worker_threads = http_threads;
   http_options.allowed_hosts = allowed_hosts;
+  http_options.exchange_log = exchange_log;
   server::HttpServer http(service, http_options);
   auto bound = http.Bind();
   if (!bound) {

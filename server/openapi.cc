@@ -1,167 +1,115 @@
-// The OpenAPI 3.0 document served at /v1/openapi.json, generated from the route table so the
-// two cannot drift: every route contributes its path, method, summary, parameters, body and
-// responses; the component schemas below describe the bodies server/codec writes (the codec
-// stays the only code that reads or writes those keys; this file only documents them).
+// The OpenAPI 3.1 document served at /v1/openapi.json, generated from the route table so the
+// two cannot drift: every route contributes its operationId, path, method, summary,
+// parameters, body, security (bearer, or an explicit empty list for public routes) and every
+// status its table row names, each error with the shared Error body; the guards' refusals
+// before routing are the 4XX catch-all. Component schemas come from the codec files that write
+// the bodies (server/codec/), enums from the C++ name lists.
+#include "server/openapi.h"
+
 #include <string>
 
-#include "server/http.h"
+#include "server/routes.h"
 
 namespace blocktune::server {
 namespace {
 
 using wire::Json;
 
-Json Obj(std::initializer_list<std::pair<const char*, const char*>> props, std::vector<const char*> required = {}) {
-  Json p = Json::object();
-  for (const auto& [name, type] : props) {
-    const std::string t = type;
-    if (t.rfind("#", 0) == 0) {
-      p[name] = {{"$ref", "#/components/schemas/" + t.substr(1)}};
-    } else if (t.rfind("[]", 0) == 0) {
-      const std::string item = t.substr(2);
-      p[name] = {{"type", "array"},
-                 {"items", item.rfind("#", 0) == 0 ? Json{{"$ref", "#/components/schemas/" + item.substr(1)}}
-                                                   : Json{{"type", item}}}};
-    } else if (t == "map") {
-      p[name] = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}}}};
-    } else {
-      p[name] = {{"type", t}};
-    }
-  }
-  Json o{{"type", "object"}, {"properties", p}};
-  if (!required.empty()) o["required"] = required;
-  return o;
-}
+Json Ref(std::string_view name) { return Json{{"$ref", "#/components/schemas/" + std::string(name)}}; }
 
-Json Schemas() {
-  Json s = Json::object();
-  s["Error"] = Obj({{"error", "#ErrorBody"}}, {"error"});
-  s["ErrorBody"] = Obj({{"code", "string"}, {"message", "string"}, {"path", "string"}}, {"code", "message", "path"});
-  s["Status"] = Obj({{"status", "string"}});
-  s["Ready"] = Obj({{"status", "string"}, {"detail", "string"}});
-  s["OpenApi"] = Obj({{"openapi", "string"}, {"info", "object"}, {"paths", "object"}});
-  s["Config"] = {{"type", "object"}, {"additionalProperties", {{"type", "integer"}}},
-                 {"description", "block sizes by parameter name, e.g. {\"block_m\": 96}"}};
-  s["LookupAnswer"] = Obj({{"kernel", "string"}, {"config", "#Config"}, {"source", "string"}, {"hardware", "string"},
-                           {"bucket", "string"}, {"matched_bucket", "string"}, {"median_ns", "number"},
-                           {"samples", "integer"}, {"sweep_id", "integer"}, {"measurement_id", "integer"},
-                           {"measured_at", "string"}, {"override", "object"}},
-                          {"kernel", "config", "source", "hardware", "bucket"});
-  s["LookupAnswer"]["properties"]["source"]["enum"] = {"explicit", "override", "tuned", "tuned_fallback", "nearest", "default"};
-  s["LookupQuery"] = Obj({{"kernel", "string"}, {"dtype", "string"}, {"dims", "map"}, {"threads", "integer"},
-                          {"hardware", "string"}, {"config", "#Config"}},
-                         {"kernel", "dims"});
-  s["BatchLookupRequest"] = Obj({{"queries", "[]#LookupQuery"}}, {"queries"});
-  s["BatchLookupResponse"] = Obj({{"results", "[]object"}});
-  s["BatchLookupResponse"]["properties"]["results"]["description"] = "a LookupAnswer or an Error per query, in order";
-  s["Kernel"] = Obj({{"name", "string"}, {"description", "string"}, {"params", "[]object"}, {"dims", "[]object"},
-                     {"dtypes", "[]string"}, {"bucket_version", "integer"}, {"buckets", "[]object"},
-                     {"config_space_size", "integer"}, {"default_config", "#Config"}});
-  s["KernelList"] = Obj({{"kernels", "[]#Kernel"}});
-  s["Hardware"] = Obj({{"key", "string"}, {"arch", "string"}, {"isa", "string"}, {"vendor", "string"},
-                       {"family", "integer"}, {"model", "integer"}, {"model_name", "string"}, {"cores", "integer"},
-                       {"l1d_bytes", "integer"}, {"l2_bytes", "integer"}, {"l3_bytes", "integer"},
-                       {"threads", "integer"}, {"id", "integer"}, {"first_seen_at", "string"}});
-  s["HardwareList"] = Obj({{"host", "#Hardware"}, {"profiles", "[]#Hardware"}});
-  s["SweepRequest"] = Obj({{"kernel", "string"}, {"dtype", "string"}, {"shapes", "[]object"}, {"threads", "integer"},
-                           {"strategy", "string"}, {"budget", "integer"}, {"seed", "integer"}},
-                          {"kernel", "shapes"});
-  s["CreatedSweep"] = Obj({{"id", "integer"}, {"status", "string"}, {"created", "boolean"}});
-  s["Sweep"] = Obj({{"id", "integer"}, {"kernel", "string"}, {"dtype", "string"}, {"shapes", "[]object"},
-                    {"threads", "integer"}, {"strategy", "string"}, {"budget", "integer"}, {"seed", "integer"},
-                    {"status", "string"}, {"progress", "object"}, {"eta_seconds", "number"}, {"hardware", "string"},
-                    {"error", "string"}, {"created_at", "string"}, {"started_at", "string"}, {"finished_at", "string"}});
-  s["SweepList"] = Obj({{"sweeps", "[]#Sweep"}, {"next_after_id", "integer"}});
-  s["Measurement"] = Obj({{"id", "integer"}, {"bucket", "string"}, {"problem", "map"}, {"config", "#Config"},
-                          {"outcome", "string"}, {"detail", "string"}, {"median_ns", "number"}, {"cv", "number"},
-                          {"iterations", "integer"}, {"samples_ns", "[]number"}, {"max_abs_err", "number"},
-                          {"max_rel_err", "number"}, {"created_at", "string"}});
-  s["MeasurementPage"] = Obj({{"measurements", "[]#Measurement"}, {"next_after_id", "integer"}});
-  s["TunedEntry"] = Obj({{"kernel", "string"}, {"hardware", "string"}, {"dtype", "string"}, {"bucket", "string"},
-                         {"bucket_version", "integer"}, {"config", "#Config"}, {"median_ns", "number"},
-                         {"samples", "integer"}, {"sweep_id", "integer"}, {"measurement_id", "integer"},
-                         {"measured_at", "string"}});
-  s["TunedList"] = Obj({{"entries", "[]#TunedEntry"}});
-  s["OverrideRequest"] = Obj({{"kernel", "string"}, {"hardware", "string"}, {"dtype", "string"}, {"bucket", "string"},
-                              {"config", "#Config"}, {"reason", "string"}, {"expires_at", "string"}},
-                             {"kernel", "hardware", "bucket", "config", "reason"});
-  s["Override"] = Obj({{"id", "integer"}, {"kernel", "string"}, {"hardware", "string"}, {"dtype", "string"},
-                       {"bucket", "string"}, {"config", "#Config"}, {"reason", "string"}, {"expires_at", "string"},
-                       {"created_at", "string"}});
-  s["OverrideList"] = Obj({{"overrides", "[]#Override"}});
-  s["Backup"] = Obj({{"path", "string"}, {"bytes", "integer"}});
+Json ParamSchema(const api::Param& p) {
+  Json s = p.type == "integer" || p.type == "string" ? Json{{"type", p.type}} : Ref(p.type);
+  if (p.minimum != 0 || p.maximum != 0) {
+    s["minimum"] = p.minimum;
+    if (p.maximum > p.minimum) s["maximum"] = p.maximum;
+  }
   return s;
 }
 
-Json Ref(const std::string& name) { return Json{{"$ref", "#/components/schemas/" + name}}; }
+Json Parameter(const api::Param& p, const char* in) {
+  Json j{{"name", p.name}, {"in", in}, {"required", p.required}, {"schema", ParamSchema(p)}};
+  if (!p.description.empty()) j["description"] = p.description;
+  return j;
+}
+
+Json ErrorContent() { return Json{{"application/json", {{"schema", Ref("Error")}}}}; }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+Json Operation(const api::Route& r) {
+  Json op{{"operationId", r.operation_id}, {"summary", r.summary}, {"tags", Json::array({r.tag})}};
+  if (!r.description.empty()) op["description"] = r.description;
+  Json params = Json::array();
+  for (const api::Param& p : r.path_params) params.push_back(Parameter(p, "path"));
+  for (const api::Param& p : r.query) params.push_back(Parameter(p, "query"));
+  for (const api::Param& p : r.headers) {
+    Json h = Parameter(p, "header");
+    if (p.name == "Idempotency-Key") h["schema"]["maxLength"] = 128;
+    params.push_back(h);
+  }
+  if (!params.empty()) op["parameters"] = params;
+  if (!r.request.empty()) {
+    op["requestBody"] = {{"required", true}, {"content", {{"application/json", {{"schema", Ref(r.request)}}}}}};
+  }
+  Json responses = Json::object();
+  for (const api::Response& resp : r.responses) {
+    Json out{{"description", resp.description}};
+    if (resp.schema.empty()) {
+      out["content"] = {{std::string(r.content_type), {{"schema", {{"type", "string"}}}}}};
+    } else {
+      out["content"] = {{"application/json", {{"schema", Ref(resp.schema)}}}};
+    }
+    responses[std::to_string(resp.status)] = out;
+  }
+  if (r.auth == api::Auth::kBearer) {
+    responses["401"] = {{"description", "missing or wrong bearer token (error.code unauthenticated)"},
+                        {"content", ErrorContent()}};
+    op["security"] = Json::array({{{"bearer", Json::array()}}});
+  } else {
+    op["security"] = Json::array();
+  }
+  responses["4XX"] = {{"description", "refused by a guard before routing: Host not served (421), body framing "
+                                      "(411, 415), size (413, 414), no route (404, 405)"},
+                      {"content", ErrorContent()}};
+  responses["5XX"] = {{"description", "server error"}, {"content", ErrorContent()}};
+  op["responses"] = responses;
+  return op;
+}
 
 }  // namespace
 
 Json OpenApiDocument() {
   Json paths = Json::object();
-  for (const Route& r : Routes()) {
-    Json op{{"summary", r.summary}, {"operationId", std::string(r.method) + " " + r.path}};
-    Json params = Json::array();
-    std::string_view p = r.path;
-    for (size_t open = p.find('{'); open != std::string_view::npos; open = p.find('{', open + 1)) {
-      const size_t close = p.find('}', open);
-      const std::string name(p.substr(open + 1, close - open - 1));
-      params.push_back({{"name", name},
-                        {"in", "path"},
-                        {"required", true},
-                        {"schema", {{"type", name == "id" ? "integer" : "string"}}}});
-    }
-    std::string_view q = r.query;
-    while (!q.empty()) {
-      const size_t comma = q.find(',');
-      const std::string name(q.substr(0, comma));
-      if (name.front() == '<') {
-        op["description"] = "Also one integer query parameter per dimension of the kernel (matmul: m, n, k), "
-                            "all required; see GET /v1/kernels/{kernel}.";
-      } else {
-        const bool integer = name == "threads" || name == "after_id" || name == "limit";
-        params.push_back({{"name", name}, {"in", "query"}, {"required", name == "kernel"},
-                          {"schema", {{"type", integer ? "integer" : "string"}}}});
-      }
-      if (comma == std::string_view::npos) break;
-      q.remove_prefix(comma + 1);
-    }
-    if (std::string_view(r.path) == "/v1/sweeps" && std::string_view(r.method) == "POST") {
-      params.push_back({{"name", "Idempotency-Key"}, {"in", "header"}, {"required", false},
-                        {"schema", {{"type", "string"}, {"maxLength", 128}}}});
-    }
-    if (!params.empty()) op["parameters"] = params;
-    if (*r.request) {
-      op["requestBody"] = {{"required", true}, {"content", {{"application/json", {{"schema", Ref(r.request)}}}}}};
-    }
-    Json responses = Json::object();
-    Json ok{{"description", "success"}};
-    if (*r.response) {
-      ok["content"] = {{"application/json", {{"schema", Ref(r.response)}}}};
-    } else {
-      ok["content"] = {{std::string_view(r.path) == "/metrics" ? "text/plain" : "text/x-c++hdr",
-                        {{"schema", {{"type", "string"}}}}}};
-    }
-    responses[std::to_string(r.success)] = ok;
-    const Json err{{"description", "client error"}, {"content", {{"application/json", {{"schema", Ref("Error")}}}}}};
-    responses["4XX"] = err;
-    if (r.mutating) {
-      responses["401"] = {{"description", "missing or wrong bearer token"},
-                          {"content", {{"application/json", {{"schema", Ref("Error")}}}}}};
-      op["security"] = Json::array({{{"bearer", Json::array()}}});
-    }
-    op["responses"] = responses;
-    std::string method = r.method;
-    for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    paths[r.path][method] = op;
-  }
-  return Json{{"openapi", "3.0.3"},
-              {"info", {{"title", "blocktuned"}, {"version", "1"},
-                        {"description", "Tuned block sizes for CPU kernels: lookups, sweeps, overrides, tables."}}},
-              {"servers", Json::array({{{"url", "http://127.0.0.1:8787"}}})},
-              {"paths", paths},
-              {"components", {{"schemas", Schemas()},
-                              {"securitySchemes", {{"bearer", {{"type", "http"}, {"scheme", "bearer"}}}}}}}};
+  for (const api::Route& r : api::Routes()) paths[std::string(r.path)][Lower(r.method)] = Operation(r);
+  const Json tags = Json::array({
+      {{"name", "lookup"}, {"description", "Best block sizes for a problem, and where the answer came from"}},
+      {{"name", "sweeps"}, {"description", "Measure every candidate config of a kernel over buckets of shapes"}},
+      {{"name", "tuned"}, {"description", "The tuned entries lookups serve"}},
+      {{"name", "overrides"}, {"description", "Configs pinned by hand, with a reason and an expiry"}},
+      {{"name", "kernels"}, {"description", "The kernels, their parameters and buckets"}},
+      {{"name", "hardware"}, {"description", "Hardware profiles"}},
+      {{"name", "tables"}, {"description", "Generated C++ headers"}},
+      {{"name", "operations"}, {"description", "Health, readiness, metrics, this document, backups"}},
+  });
+  return Json{
+      {"openapi", "3.1.0"},
+      {"info",
+       {{"title", "blocktuned"},
+        {"version", "1"},
+        {"description", "Tuned block sizes for CPU kernels: lookups, sweeps, overrides, tables. Generated from the "
+                        "route table in server/routes.h; see docs/api.md."}}},
+      {"servers", Json::array({{{"url", "http://127.0.0.1:8787"}, {"description", "the daemon's default address"}}})},
+      {"tags", tags},
+      {"paths", paths},
+      {"components",
+       {{"schemas", wire::ComponentSchemas()},
+        {"securitySchemes",
+         {{"bearer",
+           {{"type", "http"}, {"scheme", "bearer"}, {"description", "the daemon's token (var/token or BLOCKTUNE_TOKEN)"}}}}}}}};
 }
 
 }  // namespace blocktune::server

@@ -16,13 +16,19 @@
 #include <thread>
 
 #include "server/codec.h"
+#include "server/handlers/handlers.h"
 #include "server/http.h"
+#include "server/openapi.h"
+#include "server/routes.h"
 #include "server/service.h"
 
 namespace blocktune::server {
 namespace {
 
+using api::Route;
 using wire::Json;
+
+bool Bearer(const Route& r) { return r.auth == api::Auth::kBearer; }
 
 constexpr char kToken[] = "test-token-0123456789abcdef";
 
@@ -126,7 +132,7 @@ class Daemon : public ::testing::Test {
 
 // Fills a route's path parameters with plausible values.
 std::string ExamplePath(const Route& r, const std::string& id = "1") {
-  std::string p = r.path;
+  std::string p(r.path);
   p = std::regex_replace(p, std::regex(R"(\{id\})"), id);
   p = std::regex_replace(p, std::regex(R"(\{kernel\})"), "matmul");
   return p;
@@ -134,27 +140,101 @@ std::string ExamplePath(const Route& r, const std::string& id = "1") {
 
 TEST(OpenApi, DocumentAndRouteTableAgree) {
   const Json doc = OpenApiDocument();
+  EXPECT_EQ(doc["openapi"], "3.1.0");
   std::set<std::pair<std::string, std::string>> documented;
+  std::set<std::string> operation_ids;
   for (auto it = doc["paths"].begin(); it != doc["paths"].end(); ++it) {
     for (auto m = it->begin(); m != it->end(); ++m) {
       std::string method = m.key();
       for (char& c : method) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
       documented.emplace(method, it.key());
       EXPECT_TRUE(m->contains("responses")) << it.key();
+      // URL-safe and unique operation ids; every operation states its security, [] if public.
+      const std::string id = (*m)["operationId"];
+      EXPECT_TRUE(std::regex_match(id, std::regex("[a-z][A-Za-z]+"))) << id;
+      EXPECT_TRUE(operation_ids.insert(id).second) << id;
+      ASSERT_TRUE(m->contains("security")) << id;
+      // Every documented error status has the shared Error body (readyz's 503 is its own).
+      for (auto r = (*m)["responses"].begin(); r != (*m)["responses"].end(); ++r) {
+        if (r.key()[0] < '4' || id == "getReady") continue;
+        EXPECT_EQ((*r)["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Error") << id << " " << r.key();
+      }
     }
   }
   std::set<std::pair<std::string, std::string>> routed;
-  for (const Route& r : Routes()) {
+  for (const Route& r : api::Routes()) {
     routed.emplace(r.method, r.path);
     // Every schema a route names exists in the document.
-    for (const char* schema : {r.request, r.response}) {
-      if (*schema) EXPECT_TRUE(doc["components"]["schemas"].contains(schema)) << schema;
+    if (!r.request.empty()) {
+      EXPECT_TRUE(doc["components"]["schemas"].contains(r.request)) << r.request;
     }
-    std::string method = r.method;
+    for (const api::Response& resp : r.responses) {
+      if (!resp.schema.empty()) {
+        EXPECT_TRUE(doc["components"]["schemas"].contains(resp.schema)) << resp.schema;
+      }
+    }
+    std::string method(r.method);
     for (char& c : method) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    EXPECT_EQ(doc["paths"][r.path][method].contains("security"), r.mutating) << r.method << " " << r.path;
+    const Json& op = doc["paths"][std::string(r.path)][method];
+    EXPECT_EQ(op["operationId"], r.operation_id);
+    EXPECT_EQ(op["security"].empty(), !Bearer(r)) << r.operation_id;
+    EXPECT_EQ(op["responses"].contains("401"), Bearer(r)) << r.operation_id;
   }
   EXPECT_EQ(documented, routed);
+}
+
+// The enums of the document come from the C++ lists, and the sweep schema has every field the
+// codec writes.
+TEST(OpenApi, EnumsAndSweepFieldsComeFromTheCode) {
+  const Json schemas = OpenApiDocument()["components"]["schemas"];
+  EXPECT_EQ(schemas["Strategy"]["enum"].size(), std::size(tuner::kStrategyNames));
+  EXPECT_EQ(schemas["Outcome"]["enum"].size(), std::size(tuner::kOutcomeNames));
+  EXPECT_EQ(schemas["DType"]["enum"].size(), kDTypeNames.size());
+  EXPECT_EQ(schemas["SweepStatus"]["enum"], Json::array({"queued", "running", "done", "failed", "cancelled"}));
+  for (const char* field : {"budget_seconds", "environment", "strategy", "eta_seconds"}) {
+    EXPECT_TRUE(schemas["Sweep"]["properties"].contains(field)) << field;
+  }
+  EXPECT_TRUE(schemas["SweepRequest"]["properties"].contains("budget_seconds"));
+  EXPECT_EQ(schemas["SweepList"]["properties"]["next_after_id"]["type"], Json::array({"integer", "null"}));
+  EXPECT_EQ(schemas["Override"]["properties"]["expires_at"]["type"], Json::array({"string", "null"}));
+}
+
+// One handler per operation and one operation per handler: the handler array is indexed by
+// Op, every slot is filled, and every Op has exactly one row in the table.
+TEST(Routes, EveryOperationHasOneRowAndOneHandler) {
+  const std::string dir = ::testing::TempDir() + "/routes_test_" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  auto store = store::Store::Open(dir + "/db.sqlite");
+  ASSERT_TRUE(store) << store.error().ToString();
+  const ServiceOptions options;
+  Service service(std::move(*store), dir + "/db.sqlite", options);
+  HttpMetrics metrics(api::Routes().size());
+  const Handlers handlers = BindAllHandlers(HandlerContext{service, wire::Limits{}, metrics});
+  ASSERT_EQ(api::Routes().size(), api::kOpCount);
+  std::set<std::string_view> ids;
+  for (size_t i = 0; i < api::kOpCount; ++i) {
+    const Route& r = api::Routes()[i];
+    EXPECT_EQ(api::Index(r.op), i) << r.operation_id;
+    EXPECT_TRUE(static_cast<bool>(handlers[i])) << "no handler for " << r.operation_id;
+    EXPECT_TRUE(ids.insert(r.operation_id).second) << r.operation_id;
+    EXPECT_EQ(api::MatchRoute(r.method, ExamplePath(r)), &r) << r.operation_id;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Routes, UrlsAreBuiltFromTheTable) {
+  EXPECT_EQ(api::Url(api::Op::kGetSweep, {"7"}), "/v1/sweeps/7");
+  EXPECT_EQ(api::Url(api::Op::kListMeasurements, {"7"}, {{"limit", "5"}, {"after_id", "0"}}),
+            "/v1/sweeps/7/measurements?limit=5&after_id=0");
+  EXPECT_EQ(api::Url(api::Op::kGetLookup, {}, {{"kernel", "matmul"}, {"m", "8"}, {"config", "block_m=96,block_n=4"}}),
+            "/v1/lookup?kernel=matmul&m=8&config=block_m%3D96%2Cblock_n%3D4");
+  EXPECT_EQ(api::Url(api::Op::kGetTable, {"a b"}), "/v1/tables/a%20b");
+  EXPECT_DEATH(api::Url(api::Op::kListSweeps, {}, {{"nope", "1"}}), "not in the route table");
+  EXPECT_DEATH(api::Url(api::Op::kGetSweep), "wrong number of path arguments");
+  EXPECT_EQ(api::MatchRoute("GET", "/v1/sweeps/12/measurements")->op, api::Op::kListMeasurements);
+  EXPECT_EQ(api::MatchRoute("POST", "/v1/lookup")->auth, api::Auth::kPublic);
+  EXPECT_EQ(api::MatchRoute("POST", "/v1/sweeps/x/cancel"), nullptr);
+  EXPECT_EQ(api::MatchRoute("GET", "/v1/sweeps/1/"), nullptr);
 }
 
 TEST_F(Daemon, ServesTheSameOpenApiDocumentAndEveryRoute) {
@@ -163,13 +243,12 @@ TEST_F(Daemon, ServesTheSameOpenApiDocumentAndEveryRoute) {
   EXPECT_EQ(served, OpenApiDocument());
   const int64_t id = CreateTinySweep();
   ASSERT_GT(id, 0);
-  for (const Route& r : Routes()) {
+  for (const Route& r : api::Routes()) {
     const std::string path = ExamplePath(r, std::to_string(id));
     std::string url = path;
-    if (std::string(r.path) == "/v1/lookup" && std::string(r.method) == "GET") url += "?kernel=matmul&m=8&n=8&k=8";
-    std::string body = r.request[0] ? "{}" : "";
-    if (std::string(r.method) != "GET" && body.empty()) body = "";
-    httplib::Headers h = r.mutating ? Auth() : httplib::Headers{};
+    if (r.op == api::Op::kGetLookup) url += "?kernel=matmul&m=8&n=8&k=8";
+    std::string body = r.request.empty() ? "" : "{}";
+    httplib::Headers h = Bearer(r) ? Auth() : httplib::Headers{};
     auto c = Client();
     httplib::Result res = std::string(r.method) == "GET"      ? c.Get(url.c_str(), h)
                           : std::string(r.method) == "POST"   ? c.Post(url.c_str(), h, body, "application/json")
@@ -178,19 +257,19 @@ TEST_F(Daemon, ServesTheSameOpenApiDocumentAndEveryRoute) {
     EXPECT_LT(res->status, 500) << r.method << " " << url << " " << res->body;
     // Reached its handler: either success, or the handler's own verdict, never "no route".
     EXPECT_EQ(res->body.find("no route for"), std::string::npos) << r.method << " " << url;
-    if (!r.request[0] && r.response[0] && std::string(r.method) == "GET") {
-      EXPECT_EQ(res->status, r.success) << r.method << " " << url << " " << res->body;
+    if (r.request.empty() && r.method == "GET") {
+      EXPECT_EQ(res->status, r.responses[0].status) << r.method << " " << url << " " << res->body;
     }
   }
 }
 
 TEST_F(Daemon, EveryMutatingRouteRefusesAMissingOrWrongToken) {
   int mutating = 0;
-  for (const Route& r : Routes()) {
-    if (!r.mutating) continue;
+  for (const Route& r : api::Routes()) {
+    if (!Bearer(r)) continue;
     ++mutating;
     const std::string path = ExamplePath(r);
-    const std::string body = std::string(r.request[0] ? R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],)"
+    const std::string body = std::string(!r.request.empty() ? R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],)"
                                                         R"("hardware":"*","bucket":"m8_n8_k8","config":{"block_m":48},)"
                                                         R"("reason":"x"})"
                                                       : "");
@@ -204,7 +283,7 @@ TEST_F(Daemon, EveryMutatingRouteRefusesAMissingOrWrongToken) {
         {{"Authorization", "Bearer "}},
     };
     for (const auto& h : bad) {
-      auto [status, json] = Send(r.method, path, body, h);
+      auto [status, json] = Send(std::string(r.method), path, body, h);
       EXPECT_EQ(status, 401) << r.method << " " << path;
       EXPECT_EQ(json["error"]["path"], "Authorization") << json.dump();
     }

@@ -1,0 +1,41 @@
+// Handlers of kernels and hardware profiles: the registry and what the database has seen.
+#include <httplib.h>
+
+#include "server/guards.h"
+#include "server/handlers/handlers.h"
+
+namespace blocktune::server {
+
+using namespace http_util;
+using wire::Json;
+
+void BindKernelHandlers(Handlers& h, const HandlerContext& ctx) {
+  Service& svc = ctx.service;
+  h[api::Index(api::Op::kListKernels)] = [](const httplib::Request&, httplib::Response& res) {
+    static const std::string kList = wire::Dump(wire::EncodeKernelList());
+    res.status = 200;
+    res.set_content(kList, "application/json");
+  };
+
+  h[api::Index(api::Op::kGetKernel)] = [](const httplib::Request& req, httplib::Response& res) {
+    auto spec = PathKernel(req);
+    if (!spec) return SendError(res, spec.error());
+    SendJson(res, 200, wire::EncodeKernel(**spec));
+  };
+
+  h[api::Index(api::Op::kListHardware)] = [&svc](const httplib::Request&, httplib::Response& res) {
+    auto rows = svc.ListHardware();
+    if (!rows) return SendError(res, rows.error());
+    SendJson(res, 200, wire::EncodeHardwareList(*rows, svc.host()));
+  };
+
+  h[api::Index(api::Op::kGetHostHardware)] = [&svc](const httplib::Request& req, httplib::Response& res) {
+    auto threads = IntParam(req, "threads", 1, 1, 256);
+    if (!threads) return SendError(res, threads.error());
+    HardwareProfile hw = svc.host();
+    hw.threads = static_cast<int>(*threads);
+    SendJson(res, 200, wire::EncodeHardware(hw, 0, ""));
+  };
+}
+
+}  // namespace blocktune::server

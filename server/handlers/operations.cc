@@ -1,0 +1,69 @@
+// Handlers for operating the daemon: liveness, readiness, Prometheus metrics, this API's OpenAPI document, online backup.
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include "server/guards.h"
+#include "server/handlers/handlers.h"
+#include "server/http.h"
+#include "server/openapi.h"
+
+namespace blocktune::server {
+
+using namespace http_util;
+using wire::Json;
+
+void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
+  Service& svc = ctx.service;
+  h[api::Index(api::Op::kGetHealth)] = [](const httplib::Request&, httplib::Response& res) { SendJson(res, 200, wire::EncodeStatus("ok")); };
+
+  h[api::Index(api::Op::kGetReady)] = [&svc](const httplib::Request&, httplib::Response& res) {
+    if (!svc.Ready()) return SendJson(res, 503, wire::EncodeReady(false, "job runner not running"));
+    auto stats = svc.Stats();
+    if (!stats) return SendJson(res, 503, wire::EncodeReady(false, "database: " + stats.error().message));
+    SendJson(res, 200, wire::EncodeReady(true, ""));
+  };
+
+  h[api::Index(api::Op::kGetMetrics)] = [&svc, &metrics = ctx.metrics](const httplib::Request&, httplib::Response& res) {
+    std::string out = metrics.Render();
+    auto stats = svc.Stats();
+    if (stats) {
+      out += "# HELP blocktune_sweeps Sweeps by state.\n# TYPE blocktune_sweeps gauge\n";
+      for (auto st : {store::SweepStatus::kQueued, store::SweepStatus::kRunning, store::SweepStatus::kDone,
+                      store::SweepStatus::kFailed, store::SweepStatus::kCancelled}) {
+        int64_t n = 0;
+        for (const auto& [name, count] : stats->sweeps_by_status) {
+          if (name == store::SweepStatusName(st)) n = count;
+        }
+        out += "blocktune_sweeps{state=\"" + std::string(store::SweepStatusName(st)) + "\"} " + std::to_string(n) + "\n";
+      }
+      out += "# HELP blocktune_measurements Stored measurements by outcome.\n# TYPE blocktune_measurements gauge\n";
+      for (std::string_view o : tuner::kOutcomeNames) {
+        int64_t n = 0;
+        for (const auto& [name, count] : stats->measurements_by_outcome) {
+          if (name == o) n = count;
+        }
+        out += "blocktune_measurements{outcome=\"" + std::string(o) + "\"} " + std::to_string(n) + "\n";
+      }
+      out += "# HELP blocktune_db_bytes Size of the SQLite database (pages x page size).\n";
+      out += "# TYPE blocktune_db_bytes gauge\nblocktune_db_bytes " + std::to_string(stats->db_bytes) + "\n";
+    }
+    res.status = 200;
+    res.set_content(out, "text/plain; version=0.0.4");
+  };
+
+  h[api::Index(api::Op::kGetOpenApi)] = [](const httplib::Request&, httplib::Response& res) {
+    static const std::string kDoc = wire::Dump(OpenApiDocument());
+    res.status = 200;
+    res.set_content(kDoc, "application/json");
+  };
+
+  h[api::Index(api::Op::kCreateBackup)] = [&svc](const httplib::Request&, httplib::Response& res) {
+    auto path = svc.Backup();
+    if (!path) return SendError(res, path.error());
+    struct stat st{};
+    const int64_t bytes = ::stat(path->c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
+    SendJson(res, 201, wire::EncodeBackup(*path, bytes));
+  };
+}
+
+}  // namespace blocktune::server

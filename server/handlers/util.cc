@@ -1,0 +1,84 @@
+// Replies and parameter parsing shared by the handlers, and BindAllHandlers; see handlers.h.
+#include <httplib.h>
+
+#include <charconv>
+
+#include "server/guards.h"
+#include "server/handlers/handlers.h"
+
+namespace blocktune::server {
+
+Handlers BindAllHandlers(const HandlerContext& ctx) {
+  Handlers h;
+  BindLookupHandlers(h, ctx);
+  BindSweepHandlers(h, ctx);
+  BindOverrideHandlers(h, ctx);
+  BindKernelHandlers(h, ctx);
+  BindTunedHandlers(h, ctx);
+  BindTableHandlers(h, ctx);
+  BindOperationHandlers(h, ctx);
+  return h;
+}
+
+namespace http_util {
+
+void SendJson(httplib::Response& res, int status, const wire::Json& body) {
+  res.status = status;
+  res.set_content(wire::Dump(body), "application/json");
+}
+
+void SendError(httplib::Response& res, const Error& e) { SendJson(res, wire::HttpStatus(e.code), wire::EncodeError(e)); }
+
+Result<int64_t> IntParam(const httplib::Request& req, const char* name, std::optional<int64_t> fallback, int64_t lo,
+                         int64_t hi) {
+  if (!req.has_param(name)) {
+    if (fallback) return *fallback;
+    return InvalidArgument(std::string("query parameter '") + name + "' is required", name);
+  }
+  if (req.get_param_value_count(name) > 1) {
+    return InvalidArgument(std::string("query parameter '") + name + "' given more than once", name);
+  }
+  const std::string v = req.get_param_value(name);
+  int64_t out = 0;
+  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (v.empty() || ec != std::errc() || ptr != v.data() + v.size()) {
+    return InvalidArgument(std::string("query parameter '") + name + "' must be an integer", name);
+  }
+  if (out < lo || out > hi) {
+    return InvalidArgument(std::string("query parameter '") + name + "' must be in [" + std::to_string(lo) + ", " +
+                               std::to_string(hi) + "]",
+                           name);
+  }
+  return out;
+}
+
+Result<std::string> StringParam(const httplib::Request& req, const char* name, std::string fallback, size_t max_len) {
+  if (!req.has_param(name)) return fallback;
+  if (req.get_param_value_count(name) > 1) {
+    return InvalidArgument(std::string("query parameter '") + name + "' given more than once", name);
+  }
+  std::string v = req.get_param_value(name);
+  if (v.size() > max_len) {
+    return InvalidArgument(std::string("query parameter '") + name + "' is longer than " + std::to_string(max_len),
+                           name);
+  }
+  return v;
+}
+
+Result<int64_t> PathId(const httplib::Request& req) {
+  int64_t id = 0;
+  const std::string text = req.matches[1];
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+  if (ec != std::errc() || ptr != text.data() + text.size()) return InvalidArgument("id out of range", "id");
+  return id;
+}
+
+Result<const KernelSpec*> PathKernel(const httplib::Request& req) {
+  const std::string name = req.matches[1];
+  const KernelSpec* spec = FindKernel(name);
+  if (spec == nullptr) return NotFound("unknown kernel '" + guards::Clip(name) + "'", "kernel");
+  return spec;
+}
+
+}  // namespace http_util
+}  // namespace blocktune::server

@@ -1,0 +1,11 @@
+// The OpenAPI 3.1 document served at /v1/openapi.json, generated from the route table
+// (server/routes.h) and the codec's component schemas (server/codec/).
+#pragma once
+
+#include "server/codec.h"
+
+namespace blocktune::server {
+
+wire::Json OpenApiDocument();
+
+}  // namespace blocktune::server
