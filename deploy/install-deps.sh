@@ -21,6 +21,15 @@ packages=(
   clang-14 libclang-rt-14-dev  # deploy/fuzz-request.sh: libFuzzer target on request decoding
 )
 
+# The contract tests (tests/contract: Redocly CLI lint of the served OpenAPI document, ajv over
+# recorded exchanges) run on node >= 18.17 with npm; their npm packages are pinned in
+# tests/contract/package-lock.json and installed by the test suite with `npm ci`. Debian 12
+# ships nodejs 18.20 and npm 9.2. A machine whose node comes from elsewhere (NodeSource's
+# nodejs bundles npm and conflicts with Debian's npm package) keeps it: asked for only when the
+# command is missing.
+command -v node >/dev/null 2>&1 || packages+=(nodejs)
+command -v npm >/dev/null 2>&1 || packages+=(npm)
+
 missing=()
 for p in "${packages[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

@@ -27,7 +27,23 @@ void SendVerdict(httplib::Response& res, const guards::Verdict& v) {
                   "application/json");
 }
 
-Status OnlyParams(const httplib::Request& req, const std::set<std::string, std::less<>>& allowed) {
+// What every route checks before its handler, from its table row: no body unless the route
+// takes one, no unnamed query parameter ("?=x" parses as a name-less pair), and, unless the
+// route's handler checks names itself, only declared query parameters.
+Status CheckShape(const httplib::Request& req, const api::Route& route,
+                  const std::set<std::string, std::less<>>& allowed) {
+  if (route.request.empty() && !req.body.empty()) return InvalidArgument("this route takes no request body", "body");
+  const size_t q = req.target.find('?');
+  if (q != std::string::npos) {
+    std::string_view query = std::string_view(req.target).substr(q + 1);
+    while (!query.empty()) {
+      const size_t amp = query.find('&');
+      if (query.front() == '=') return InvalidArgument("query parameter without a name", "query");
+      if (amp == std::string_view::npos) break;
+      query.remove_prefix(amp + 1);
+    }
+  }
+  if (route.kernel_dims_in_query) return {};
   if (req.method != "GET") {
     // A form-encoded body lands in req.params too (curl -d sends that Content-Type), so for
     // body-carrying methods only the URL itself is checked; none of them take parameters.
@@ -246,17 +262,11 @@ void HttpServer::Install() {
     }
     std::set<std::string, std::less<>> allowed;
     for (const api::Param& q : r.query) allowed.emplace(q.name);
-    // A kernel's dimensions are query parameters too; that handler checks the names itself.
-    const bool check_params = !r.kernel_dims_in_query;
-    Handler wrapped = [this, i, h = std::move(h), allowed = std::move(allowed), check_params](
-                          const httplib::Request& req, httplib::Response& res) {
+    Handler wrapped = [this, i, &r, h = std::move(h), allowed = std::move(allowed)](const httplib::Request& req,
+                                                                                     httplib::Response& res) {
       const auto start = std::chrono::steady_clock::now();
-      if (check_params) {
-        if (auto s = OnlyParams(req, allowed); !s) {
-          SendJson(res, wire::HttpStatus(s.error().code), wire::EncodeError(s.error()));
-        } else {
-          h(req, res);
-        }
+      if (auto s = CheckShape(req, r, allowed); !s) {
+        SendJson(res, wire::HttpStatus(s.error().code), wire::EncodeError(s.error()));
       } else {
         h(req, res);
       }

@@ -43,6 +43,9 @@ std::string Lower(std::string_view s) {
 Json Operation(const api::Route& r) {
   Json op{{"operationId", r.operation_id}, {"summary", r.summary}, {"tags", Json::array({r.tag})}};
   if (!r.description.empty()) op["description"] = r.description;
+  // Machine-readable form of "one integer query parameter per kernel dimension", which a
+  // static parameter list cannot say (the contract test reads it).
+  if (r.kernel_dims_in_query) op["x-kernel-dims-in-query"] = true;
   Json params = Json::array();
   for (const api::Param& p : r.path_params) params.push_back(Parameter(p, "path"));
   for (const api::Param& p : r.query) params.push_back(Parameter(p, "query"));

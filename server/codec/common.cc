@@ -100,6 +100,9 @@ std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 Result<Json> ParseBody(std::string_view body, const Limits& limits) {
   const server::guards::Verdict v = server::guards::ScanJson(body, limits);
   if (!v.ok()) return InvalidArgument(v.message, v.path);
+  // nlohmann's lexer takes a NUL byte for the end of input, so "{...}\0anything" would parse;
+  // JSON text has no raw NUL (RFC 8259: not whitespace, and escaped inside strings).
+  if (body.find('\0') != std::string_view::npos) return InvalidArgument("request body is not valid JSON (NUL byte)", "body");
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("request body is not valid JSON", "body");
   return j;

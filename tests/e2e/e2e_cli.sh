@@ -70,6 +70,14 @@ expect_rc 0 "$bt" kernels "${s[@]}"
 expect_rc 0 "$bt" kernels matmul --json "${s[@]}"
 expect_rc 4 "$bt" kernels nope "${s[@]}"
 expect_rc 0 "$bt" hardware "${s[@]}"
+expect_rc 0 "$bt" hardware --host --json "${s[@]}"
+grep -q '"key"' "$work/out"
+expect_rc 4 "$bt" lookup matmul --shape m=16,n=16 "${s[@]}"
+expect_rc 4 "$bt" sweeps list --status nope "${s[@]}"
+curl -fsS "$url/v1/openapi.json" | grep -q '"operationId":"getLookup"'
+curl -fsS "$url/readyz" | grep -q '"ready"'
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/nope") == 404 ]]
+[[ $(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$url/v1/sweeps/1") == 401 ]]
 expect_rc 0 "$bt" tuned --kernel matmul "${s[@]}"
 expect_rc 0 "$bt" tables download matmul --out "$work/matmul.h" "${s[@]}"
 grep -q 'GENERATED' "$work/matmul.h"

@@ -34,7 +34,10 @@ constexpr char kToken[] = "test-token-0123456789abcdef";
 
 class Daemon : public ::testing::Test {
  protected:
-  void SetUp() override { StartDaemon(ServiceOptions{}); }
+  void SetUp() override {
+    const ServiceOptions options;  // named: g++ 12 warns (maybe-uninitialized) on a temporary here
+    StartDaemon(options);
+  }
 
   void StartDaemon(ServiceOptions options) {
     dir_ = ::testing::TempDir() + "/http_test_" + std::to_string(getpid()) + "_" +
@@ -418,6 +421,21 @@ TEST_F(Daemon, SweepProgressMeasurementsAndCancel) {
   // A finished sweep cannot be cancelled; a missing one is 404.
   EXPECT_EQ(Send("POST", "/v1/sweeps/" + std::to_string(id) + "/cancel", "", Auth()).first, 412);
   EXPECT_EQ(Send("POST", "/v1/sweeps/999/cancel", "", Auth()).first, 404);
+}
+
+// The route table's shape holds before any handler: no body where the route takes none, no
+// nameless query parameter, no undeclared one.
+TEST_F(Daemon, RequestsMustHaveTheShapeTheTableDeclares) {
+  auto [s1, e1] = Send("DELETE", "/v1/overrides/1", "{}", Auth());
+  EXPECT_EQ(s1, 400);
+  EXPECT_EQ(e1["error"]["path"], "body");
+  EXPECT_EQ(Send("POST", "/v1/backup", "x", Auth()).first, 400);
+  auto [s2, e2] = Send("GET", "/v1/tuned?&&==&");
+  EXPECT_EQ(s2, 400);
+  EXPECT_EQ(e2["error"]["path"], "query");
+  EXPECT_EQ(Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&=1").first, 400);
+  EXPECT_EQ(Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&&").first, 200);
+  EXPECT_EQ(Send("GET", "/v1/sweeps?sort=id").first, 400);
 }
 
 TEST_F(Daemon, RefusesForeignHostsAndUnsafeBodies) {
