@@ -74,8 +74,12 @@ expect_rc 0 "$bt" hardware --host --json "${s[@]}"
 grep -q '"key"' "$work/out"
 expect_rc 4 "$bt" lookup matmul --shape m=16,n=16 "${s[@]}"
 expect_rc 4 "$bt" sweeps list --status nope "${s[@]}"
-curl -fsS "$url/v1/openapi.json" | grep -q '"operationId":"getLookup"'
-curl -fsS "$url/readyz" | grep -q '"ready"'
+# To a file first: with pipefail, `curl | grep -q` fails when grep exits before curl has written
+# everything (curl's SIGPIPE, exit 23).
+curl -fsS "$url/v1/openapi.json" >"$work/openapi.json"
+grep -q '"operationId":"getLookup"' "$work/openapi.json"
+curl -fsS "$url/readyz" >"$work/ready.json"
+grep -q '"ready"' "$work/ready.json"
 [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/nope") == 404 ]]
 [[ $(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$url/v1/sweeps/1") == 401 ]]
 expect_rc 0 "$bt" tuned --kernel matmul "${s[@]}"
