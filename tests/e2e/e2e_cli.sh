@@ -5,6 +5,8 @@
 # code 3 without touching the file.
 # Usage: e2e_cli.sh BUILD_DIR
 set -euo pipefail
+# A failing test command (set -e) names itself instead of ending the script silently.
+trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
 build=$1
 bt=$build/client/blocktune
 source "$(dirname "$0")/lib.sh"
