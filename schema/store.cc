@@ -6,7 +6,7 @@
 
 #include <type_traits>
 
-#include "schema/migrations.h"
+#include "schema/migrate.h"
 
 namespace blocktune::store {
 namespace {
@@ -177,6 +177,16 @@ constexpr char kDbBytesSql[] =
 constexpr char kBackupSql[] = "VACUUM INTO ?";
 constexpr char kIntegrityCheckSql[] = "PRAGMA integrity_check";
 
+// The strategy's stored name, from the one list (tuner::kStrategyNames); a value outside it
+// is refused before anything is written (migration 0008 dropped the table's CHECK).
+Result<std::string_view> StrategyToStore(tuner::Strategy s) {
+  const auto i = static_cast<size_t>(s);
+  if (i >= std::size(tuner::kStrategyNames)) {
+    return InvalidArgument("unknown strategy #" + std::to_string(i), "strategy");
+  }
+  return tuner::kStrategyNames[i];
+}
+
 std::string JoinShapes(const std::vector<NamedInts>& shapes) {
   std::string out;
   for (const auto& s : shapes) {
@@ -239,7 +249,14 @@ Result<SweepRecord> ReadSweep(const Statement& st) {
   r.request.kernel = st.Text(1);
   r.request.dtype = ParseDType(st.Text(2)).value_or(DType::kF32);
   r.request.threads = static_cast<int>(st.Int(3));
-  r.request.strategy = tuner::ParseStrategy(st.Text(4)).value_or(tuner::Strategy::kExhaustive);
+  // sweeps.strategy has no CHECK since migration 0008: the names are tuner::kStrategyNames,
+  // checked here and in StrategyToStore.
+  auto strategy = tuner::ParseStrategy(st.Text(4));
+  if (!strategy) {
+    return MakeError(ErrorCode::kDataLoss,
+                     "sweep " + std::to_string(r.id) + " has unknown strategy '" + st.Text(4) + "'", "strategy");
+  }
+  r.request.strategy = *strategy;
   r.request.budget = st.Int(5);
   r.request.seed = static_cast<uint64_t>(st.Int(6));
   auto shapes = SplitShapes(st.Text(7));
@@ -264,8 +281,6 @@ Result<SweepRecord> ReadSweep(const Statement& st) {
 }
 
 }  // namespace
-
-int LatestSchemaVersion() { return static_cast<int>(Migrations().size()); }
 
 std::string_view SweepStatusName(SweepStatus s) {
   switch (s) {
@@ -306,11 +321,13 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     return MakeError(ErrorCode::kDataLoss, path + " failed its integrity check: " + check->Text(0));
   }
   *check = Statement();
+  // Migrating first: a file refused there (another application's, or newer) must be left
+  // byte for byte as it was, and switching to WAL rewrites the header.
+  if (auto s = Migrate(store->conn_); !s) return std::unexpected(s.error());
   if (auto s = store->conn_.Exec("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;");
       !s) {
     return std::unexpected(s.error());
   }
-  if (auto s = store->Migrate(); !s) return std::unexpected(s.error());
   return store;
 }
 
@@ -319,51 +336,6 @@ int Store::SchemaVersion() {
   auto st = conn_.Prepare("PRAGMA user_version");
   if (!st || !st->Step().value_or(false)) return -1;
   return static_cast<int>(st->Int(0));
-}
-
-Status Store::Migrate() {
-  auto st = conn_.Prepare("PRAGMA user_version");
-  if (!st) return std::unexpected(st.error());
-  if (auto r = st->Step(); !r) return std::unexpected(r.error());
-  const int current = static_cast<int>(st->Int(0));
-  *st = Statement();
-  const auto& migrations = Migrations();
-  if (current > static_cast<int>(migrations.size())) {
-    return MakeError(ErrorCode::kFailedPrecondition,
-                     "database schema version " + std::to_string(current) + " is newer than this build supports (" +
-                         std::to_string(migrations.size()) + "); upgrade blocktune, the database was not modified");
-  }
-  if (current == static_cast<int>(migrations.size())) return {};
-  // SQLite's procedure for schema changes it cannot ALTER (lang_altertable.html#otheralter):
-  // foreign keys off while a migration rebuilds a table others reference (they can only be
-  // switched outside a transaction), foreign_key_check before its COMMIT, on again after.
-  if (auto s = conn_.Exec("PRAGMA foreign_keys = OFF"); !s) return s;
-  for (int v = current; v < static_cast<int>(migrations.size()); ++v) {
-    // One transaction per migration, with the version bump inside it: a crash leaves either
-    // the old schema or the new one.
-    std::string sql = "BEGIN IMMEDIATE;\n";
-    sql += migrations[v].sql;
-    sql += "\nPRAGMA user_version = " + std::to_string(v + 1) + ";";
-    Status applied = conn_.Exec(sql);
-    if (applied) {
-      auto check = conn_.Prepare("PRAGMA foreign_key_check");
-      auto row = check ? check->Step() : Result<bool>(std::unexpected(check.error()));
-      if (!row) {
-        applied = std::unexpected(row.error());
-      } else if (*row) {
-        applied = Internal("foreign key violation in table " + check->Text(0) + " after the migration");
-      }
-    }
-    if (applied) applied = conn_.Exec("COMMIT");
-    if (!applied) {
-      (void)conn_.Exec("ROLLBACK");
-      (void)conn_.Exec("PRAGMA foreign_keys = ON");
-      return MakeError(ErrorCode::kInternal, "migration " + std::string(migrations[v].name) + " failed: " +
-                                                 applied.error().message);
-    }
-    spdlog::info("applied migration name={} schema_version={}", migrations[v].name, v + 1);
-  }
-  return conn_.Exec("PRAGMA foreign_keys = ON");
 }
 
 Status Store::InTransaction(const std::function<Status()>& body) {
@@ -398,11 +370,13 @@ Result<int64_t> Store::UpsertHardware(const HardwareProfile& hw) {
 
 Result<int64_t> Store::CreateSweep(const tuner::SweepRequest& request, int64_t hardware_id, int bucket_version,
                                    const std::string& tool_version, int64_t progress_total) {
+  auto strategy = StrategyToStore(request.strategy);
+  if (!strategy) return std::unexpected(strategy.error());
   std::lock_guard lock(mu_);
   auto st = conn_.Prepare(kInsertSweepSql);
   if (!st) return std::unexpected(st.error());
   st->Bind(1, request.kernel).Bind(2, DTypeName(request.dtype)).Bind(3, hardware_id).Bind(4, request.threads);
-  st->Bind(5, tuner::StrategyName(request.strategy)).Bind(6, request.budget);
+  st->Bind(5, *strategy).Bind(6, request.budget);
   st->Bind(7, static_cast<int64_t>(request.seed)).Bind(8, JoinShapes(request.shapes));
   st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, progress_total).Bind(12, request.budget_seconds);
   if (auto s = st->Run(); !s) return std::unexpected(s.error());
@@ -637,6 +611,8 @@ Result<CreatedSweep> Store::CreateSweepWithTasks(const tuner::SweepRequest& requ
                                                  const std::string& idempotency_key,
                                                  const std::string& canonical_request,
                                                  const std::function<Status()>& admit) {
+  auto strategy = StrategyToStore(request.strategy);
+  if (!strategy) return std::unexpected(strategy.error());
   std::lock_guard lock(mu_);
   CreatedSweep out;
   auto s = InTransaction([&]() -> Status {
@@ -662,7 +638,7 @@ Result<CreatedSweep> Store::CreateSweepWithTasks(const tuner::SweepRequest& requ
     auto st = conn_.Prepare(kInsertSweepSql);
     if (!st) return std::unexpected(st.error());
     st->Bind(1, request.kernel).Bind(2, DTypeName(request.dtype)).Bind(3, hardware_id).Bind(4, request.threads);
-    st->Bind(5, tuner::StrategyName(request.strategy)).Bind(6, request.budget);
+    st->Bind(5, *strategy).Bind(6, request.budget);
     st->Bind(7, static_cast<int64_t>(request.seed)).Bind(8, JoinShapes(request.shapes));
     st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, int64_t{0}).Bind(12, request.budget_seconds);
     if (auto r = st->Run(); !r) return r;

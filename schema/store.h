@@ -14,14 +14,12 @@
 
 #include "kernels/core/hardware.h"
 #include "kernels/core/result.h"
+#include "schema/migrate.h"
 #include "schema/sqlite.h"
 #include "tuner/measurement.h"
 #include "tuner/sweep.h"
 
 namespace blocktune::store {
-
-// The schema version this build writes: the number of migration files.
-int LatestSchemaVersion();
 
 enum class SweepStatus { kQueued, kRunning, kDone, kFailed, kCancelled };
 std::string_view SweepStatusName(SweepStatus s);
@@ -190,7 +188,6 @@ class Store {
 
  private:
   explicit Store(Connection conn) : conn_(std::move(conn)) {}
-  Status Migrate();
   Status InTransaction(const std::function<Status()>& body);
   Status InsertMeasurementRows(tuner::Measurement& m);
 

@@ -1,0 +1,4 @@
+-- 0004: never used. 0005 was numbered past it, and builds up to 9620d5f recorded the schema
+-- version as a migration's position in the sorted file list (so 0007 applied read as 6). The
+-- version is now the number in the file name and the numbers may have no gap; this empty file
+-- fills the hole. schema/migrate.cc carries databases of the old numbering over once.

@@ -1,0 +1,1 @@
+-- test: two files numbered 0002

@@ -1,0 +1,1 @@
+-- test: numbering with a gap (no 0002)
