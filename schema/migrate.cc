@@ -59,20 +59,24 @@ Status Rollback(Connection& conn, Status s) {
   return s;
 }
 
-// The carry-over: one transaction that reads the header and, for a legacy database, rewrites
-// its version to the file number and stamps the application id. Stamped databases (and empty
-// new ones) are left alone, so running it again does nothing.
+// The carry-over: for a legacy database, one transaction that re-reads the header, checks the
+// tables, rewrites the version to the file number and stamps the application id. Stamped
+// databases (and empty new ones) are left alone, so running it again does nothing.
 Status CarryOver(Connection& conn) {
+  // Read first without a write lock: the common case (ours already, or a new empty file)
+  // must not need one, so a read-only file or a busy daemon's database still opens.
+  auto before = ReadHeader(conn);
+  if (!before) return std::unexpected(before.error());
+  if (before->application_id == kApplicationId || (before->application_id == 0 && before->version == 0)) return {};
+  if (before->application_id != 0) {
+    return MakeError(ErrorCode::kDataLoss, "the database belongs to another application (application_id " +
+                                               std::to_string(before->application_id) + "); it was not modified");
+  }
   if (auto s = conn.Exec("BEGIN IMMEDIATE"); !s) return s;
   auto h = ReadHeader(conn);
   if (!h) return Rollback(conn, std::unexpected(h.error()));
-  if (h->application_id == kApplicationId || h->version == 0) return conn.Exec("COMMIT");
-  if (h->application_id != 0) {
-    return Rollback(conn, MakeError(ErrorCode::kDataLoss,
-                                    "the database belongs to another application (application_id " +
-                                        std::to_string(h->application_id) + "); it was not modified"));
-  }
-  if (h->version > static_cast<int64_t>(kLegacyFileNumbers.size())) {
+  if (h->application_id == kApplicationId) return conn.Exec("COMMIT");  // another process carried it over
+  if (h->version < 1 || h->version > static_cast<int64_t>(kLegacyFileNumbers.size())) {
     return Rollback(conn, MakeError(ErrorCode::kDataLoss,
                                     "schema version " + std::to_string(h->version) +
                                         " without blocktune's application id: no blocktune build wrote it (the old "
