@@ -73,7 +73,7 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
     if (access(a.db.c_str(), R_OK) != 0) return Fail(kExitFailed, "cannot read database " + a.db);
     auto store = store::Store::Open(a.db);
     if (!store) return Fail(kExitFailed, store.error().ToString());
-    auto rows = (*store)->ListTunedEntries();
+    auto rows = (*store)->tuned().List();
     if (!rows) return Fail(kExitFailed, rows.error().ToString());
     entries = codegen::Merge(std::move(entries), *rows);
   }
@@ -286,7 +286,7 @@ Result<std::vector<tuner::StoredBucket>> LoadSweepBuckets(store::Store& db, cons
   for (const auto& shape : sweep.request.shapes) {
     const std::string bucket = spec->Bucket(Problem{sweep.request.dtype, shape}).first;
     if (!seen.insert(bucket).second) continue;
-    auto ms = db.ListMeasurements(sweep.id, bucket);
+    auto ms = db.measurements().ListBucket(sweep.id, bucket);
     if (!ms) return std::unexpected(ms.error());
     for (auto& m : *ms) all.push_back(std::move(m));
   }
@@ -301,7 +301,7 @@ Result<std::vector<tuner::StoredBucket>> LoadExhaustive(const std::vector<std::s
     if (access(path.c_str(), R_OK) != 0) return NotFound("cannot read database " + path);
     auto db = store::Store::Open(path);
     if (!db) return std::unexpected(db.error());
-    auto sweeps = (*db)->ListSweeps(store::SweepStatus::kDone, int64_t{1} << 40);
+    auto sweeps = (*db)->sweeps().List(store::SweepStatus::kDone, int64_t{1} << 40);
     if (!sweeps) return std::unexpected(sweeps.error());
     for (const auto& sw : *sweeps) {
       if (sw.request.strategy != tuner::Strategy::kExhaustive) continue;
@@ -438,13 +438,13 @@ Result<SweepChoices> LoadChoices(const std::string& path, int64_t id) {
   if (access(path.c_str(), R_OK) != 0) return NotFound("cannot read database " + path);
   auto db = store::Store::Open(path);
   if (!db) return std::unexpected(db.error());
-  auto sweep = (*db)->GetSweep(id);
+  auto sweep = (*db)->sweeps().Get(id);
   if (!sweep) return std::unexpected(sweep.error());
   auto buckets = LoadSweepBuckets(**db, *sweep);
   if (!buckets) return std::unexpected(buckets.error());
   std::vector<std::pair<std::string, Config>> chosen;
   for (const auto& b : *buckets) {
-    if (auto round = (*db)->GetFinalRound(id, b.bucket)) {
+    if (auto round = (*db)->decisions().Get(id, b.bucket)) {
       chosen.emplace_back(b.bucket, round->chosen);
       continue;
     }

@@ -449,7 +449,7 @@ int RunBackup(const Common& c, const std::string& db, const std::string& out) {
   if (access(db.c_str(), R_OK) != 0) return Fail(kExitDatabase, "cannot read database " + db);
   auto store = store::Store::Open(db);
   if (!store) return Fail(kExitDatabase, store.error().ToString());
-  if (auto s = (*store)->BackupTo(out); !s) return Fail(kExitDatabase, s.error().ToString());
+  if (auto s = (*store)->maintenance().BackupTo(out); !s) return Fail(kExitDatabase, s.error().ToString());
   if (c.json) {
     std::printf("%s\n", wire::Dump(wire::EncodeBackup(out, static_cast<int64_t>(std::filesystem::file_size(out)))).c_str());
   } else {

@@ -11,41 +11,11 @@
 #include <filesystem>
 #include <map>
 
+#include "schema/task_sink.h"
 #include "tables/codegen/codegen.h"
 
 namespace blocktune::server {
 namespace {
-
-// Adapts the store to the tuner's sink for one task (one bucket of one sweep).
-class TaskSink : public tuner::SweepSink {
- public:
-  TaskSink(store::Store& store, const store::TaskRecord& task, std::function<bool()> cancelled)
-      : store_(store), task_(task), cancelled_(std::move(cancelled)) {}
-  Result<std::vector<tuner::Measurement>> Existing(const std::string& bucket) override {
-    return store_.ListMeasurements(task_.sweep_id, bucket);
-  }
-  Status Record(tuner::Measurement& m, int64_t done, int64_t total) override {
-    return store_.RecordTaskMeasurement(m, task_.id, total);
-  }
-  bool Cancelled() override { return cancelled_(); }
-  // The decision round needs the incumbent, and records the environment and the round itself.
-  Result<std::optional<tuner::TunedEntry>> Incumbent(const std::string& kernel, const std::string& hardware_key,
-                                                     DType dtype, const std::string& bucket) override {
-    return store_.GetTunedEntry(kernel, hardware_key, dtype, bucket);
-  }
-  Status RecordEnvironment(const tuner::SweepEnvironment& environment) override {
-    return store_.SetSweepEnvironment(task_.sweep_id, environment);
-  }
-  Status RecordFinalRound(const tuner::FinalRound& round) override { return store_.RecordFinalRound(round); }
-  Result<std::vector<tuner::Measurement>> PriorMeasurements() override {
-    return store_.ListPriorMeasurements(task_.sweep_id, task_.ordinal);
-  }
-
- private:
-  store::Store& store_;
-  const store::TaskRecord& task_;
-  std::function<bool()> cancelled_;
-};
 
 tuner::Override ToOverride(const store::OverrideRecord& o) {
   return tuner::Override{o.id, o.kernel, o.hardware_key, o.dtype, o.bucket, o.config, o.reason, o.expires_at};
@@ -75,7 +45,7 @@ Status Service::Start() {
   auto checked_in = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
   if (!checked_in) return std::unexpected(checked_in.error());
   checked_in_ = std::move(*checked_in);
-  if (auto s = store_->RequeueInterrupted(); !s) return s;
+  if (auto s = store_->tasks().RequeueInterrupted(); !s) return s;
   if (auto s = BackfillTasks(); !s) return s;
   if (auto s = ReloadIndex(); !s) return s;
   runner_alive_ = true;
@@ -106,9 +76,9 @@ std::shared_ptr<const tuner::LookupIndex> Service::Index() const {
 }
 
 Status Service::ReloadIndex() {
-  auto rows = store_->ListTunedEntries();
+  auto rows = store_->tuned().List();
   if (!rows) return std::unexpected(rows.error());
-  auto overrides = store_->ListOverrides();
+  auto overrides = store_->overrides().List();
   if (!overrides) return std::unexpected(overrides.error());
   std::vector<tuner::Override> pins;
   for (const auto& o : *overrides) pins.push_back(ToOverride(o));
@@ -147,20 +117,20 @@ Result<std::vector<store::TaskPlan>> Service::Plan(const tuner::SweepRequest& re
 Status Service::BackfillTasks() {
   // Sweeps queued before migration 0006 have no tasks; plan them now so they run.
   for (auto status : {store::SweepStatus::kQueued, store::SweepStatus::kRunning}) {
-    auto sweeps = store_->ListSweeps(status, 1 << 20);
+    auto sweeps = store_->sweeps().List(status, 1 << 20);
     if (!sweeps) return std::unexpected(sweeps.error());
     for (const auto& s : *sweeps) {
-      auto tasks = store_->ListTasks(s.id);
+      auto tasks = store_->tasks().List(s.id);
       if (!tasks) return std::unexpected(tasks.error());
       if (!tasks->empty()) continue;
       HardwareProfile hw = host_;
       hw.threads = s.request.threads;
       auto plan = Plan(s.request, hw);
       if (!plan) {
-        (void)store_->SetSweepStatus(s.id, store::SweepStatus::kFailed, plan.error().ToString());
+        (void)store_->sweeps().SetStatus(s.id, store::SweepStatus::kFailed, plan.error().ToString());
         continue;
       }
-      if (auto r = store_->AddTasks(s.id, *plan); !r) return r;
+      if (auto r = store_->tasks().Add(s.id, *plan); !r) return r;
     }
   }
   return {};
@@ -186,7 +156,7 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
   hw.threads = request.threads;
   auto tasks = Plan(request, hw);
   if (!tasks) return std::unexpected(tasks.error());
-  auto hw_id = store_->UpsertHardware(hw);
+  auto hw_id = store_->hardware().Upsert(hw);
   if (!hw_id) return std::unexpected(hw_id.error());
   // The rate limit applies only when a sweep is about to be created: a replayed
   // Idempotency-Key returns the first sweep without a token, so a client retrying after a lost
@@ -198,7 +168,7 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
                          " per minute",
                      "");
   };
-  auto created = store_->CreateSweepWithTasks(request, *hw_id, spec->bucket_version(), options_.tool_version, *tasks,
+  auto created = store_->sweeps().Create(request, *hw_id, spec->bucket_version(), options_.tool_version, *tasks,
                                               idempotency_key, canonical_request, admit);
   if (!created) return std::unexpected(created.error());
   if (created->created) {
@@ -215,10 +185,10 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
 
 Result<SweepView> Service::GetSweep(int64_t id) {
   SweepView v;
-  auto sweep = store_->GetSweep(id);
+  auto sweep = store_->sweeps().Get(id);
   if (!sweep) return std::unexpected(sweep.error());
   v.sweep = std::move(*sweep);
-  auto progress = store_->GetProgress(id);
+  auto progress = store_->sweeps().Progress(id);
   if (!progress) return std::unexpected(progress.error());
   v.progress = std::move(*progress);
   if (v.sweep.status == store::SweepStatus::kRunning && v.progress.seconds_per_measurement > 0) {
@@ -231,19 +201,19 @@ Result<SweepView> Service::GetSweep(int64_t id) {
 
 Result<std::vector<store::SweepRecord>> Service::ListSweeps(std::optional<store::SweepStatus> status,
                                                            int64_t after_id, int64_t limit) {
-  return store_->ListSweepsPage(status, after_id, limit);
+  return store_->sweeps().ListPage(status, after_id, limit);
 }
 
 Result<store::SweepRecord> Service::CancelSweep(int64_t id) {
-  auto r = store_->CancelSweep(id);
+  auto r = store_->sweeps().Cancel(id);
   if (r && current_sweep_.load() == id) cancel_current_ = true;
   if (r) spdlog::info("sweep cancelled id={}", id);
   return r;
 }
 
 Result<std::vector<tuner::Measurement>> Service::ListMeasurements(int64_t sweep_id, int64_t after_id, int64_t limit) {
-  if (auto s = store_->GetSweep(sweep_id); !s) return std::unexpected(s.error());
-  return store_->ListMeasurementsPage(sweep_id, after_id, limit);
+  if (auto s = store_->sweeps().Get(sweep_id); !s) return std::unexpected(s.error());
+  return store_->measurements().ListPage(sweep_id, after_id, limit);
 }
 
 Result<tuner::LookupAnswer> Service::Lookup(const KernelSpec& spec, tuner::LookupQuery query, int threads) const {
@@ -291,7 +261,7 @@ Result<store::OverrideRecord> Service::PutOverride(const store::OverrideRecord& 
       return std::unexpected(WithPathPrefix(s.error(), "config"));
     }
   }
-  auto stored = store_->UpsertOverride(complete);
+  auto stored = store_->overrides().Upsert(complete);
   if (!stored) return std::unexpected(stored.error());
   if (auto s = ReloadIndex(); !s) return std::unexpected(s.error());
   spdlog::info("override set id={} kernel={} hardware={} bucket={} config={}", stored->id, stored->kernel,
@@ -300,7 +270,7 @@ Result<store::OverrideRecord> Service::PutOverride(const store::OverrideRecord& 
 }
 
 Status Service::DeleteOverride(int64_t id) {
-  if (auto s = store_->DeleteOverride(id); !s) return s;
+  if (auto s = store_->overrides().Delete(id); !s) return s;
   spdlog::info("override deleted id={}", id);
   return ReloadIndex();
 }
@@ -328,7 +298,7 @@ Result<std::string> Service::Backup() {
     if (c == ':') c = '-';
   }
   const std::string path = (dir / ("blocktune-" + stamp + ".db")).string();
-  if (auto s = store_->BackupTo(path); !s) return std::unexpected(s.error());
+  if (auto s = store_->maintenance().BackupTo(path); !s) return std::unexpected(s.error());
   spdlog::info("backup written path={}", path);
   return path;
 }
@@ -346,7 +316,7 @@ void Service::RunnerLoop() {
       std::unique_lock lock(runner_mu_);
       if (stopping_) break;
     }
-    auto task = store_->LeaseNextTask();
+    auto task = store_->tasks().LeaseNext();
     if (!task) {
       spdlog::error("leasing a task failed error=\"{}\"", task.error().ToString());
     } else if (*task) {
@@ -362,14 +332,14 @@ void Service::RunnerLoop() {
 }
 
 void Service::RunTask(const store::TaskRecord& task) {
-  auto sweep = store_->GetSweep(task.sweep_id);
+  auto sweep = store_->sweeps().Get(task.sweep_id);
   if (!sweep) {
-    (void)store_->FinishTask(task.id, store::SweepStatus::kFailed, sweep.error().ToString());
+    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, sweep.error().ToString());
     return;
   }
   const KernelSpec* spec = FindKernel(sweep->request.kernel);
   if (spec == nullptr) {
-    (void)store_->FinishTask(task.id, store::SweepStatus::kFailed, "unknown kernel " + sweep->request.kernel);
+    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, "unknown kernel " + sweep->request.kernel);
     return;
   }
   HardwareProfile hw = host_;
@@ -382,31 +352,31 @@ void Service::RunTask(const store::TaskRecord& task) {
                task.attempts);
   current_sweep_ = task.sweep_id;
   cancel_current_ = false;
-  TaskSink sink(*store_, task, [this] { return cancel_current_.load() || stop_now_.load(); });
+  store::TaskSink sink(*store_, task, [this] { return cancel_current_.load() || stop_now_.load(); });
   auto winners = tuner::RunSweep(request, task.sweep_id, *spec, hw, sink, options_.sweep);
   current_sweep_ = 0;
   if (stop_now_) {
     // Draining: the task goes back to the queue; the next start resumes it.
-    (void)store_->ReleaseTask(task.id);
+    (void)store_->tasks().Release(task.id);
     spdlog::info("task released for the next start sweep={} task={}", task.sweep_id, task.id);
     return;
   }
   if (cancel_current_) return;  // CancelSweep already marked the sweep and its tasks
   if (!winners) {
     spdlog::error("task failed sweep={} task={} error=\"{}\"", task.sweep_id, task.id, winners.error().ToString());
-    (void)store_->FinishTask(task.id, store::SweepStatus::kFailed, winners.error().ToString());
+    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, winners.error().ToString());
     return;
   }
   // Winners first: a crash between here and FinishTask re-runs the task, which finds every
   // measurement stored and selects the same winner again.
   for (const auto& w : *winners) {
-    if (auto s = store_->UpsertTunedEntry(w); !s) {
+    if (auto s = store_->tuned().Upsert(w); !s) {
       spdlog::error("storing tuned entry failed sweep={} bucket={} error=\"{}\"", task.sweep_id, w.bucket,
                     s.error().ToString());
     }
   }
   if (auto s = ReloadIndex(); !s) spdlog::error("reloading tuned entries failed error=\"{}\"", s.error().ToString());
-  auto finished = store_->FinishTask(task.id, store::SweepStatus::kDone, "");
+  auto finished = store_->tasks().Finish(task.id, store::SweepStatus::kDone, "");
   if (!finished) {
     spdlog::error("finishing task failed task={} error=\"{}\"", task.id, finished.error().ToString());
   } else if (*finished) {

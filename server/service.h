@@ -71,9 +71,9 @@ class Service {
 
   Result<store::OverrideRecord> PutOverride(const store::OverrideRecord& o);
   Status DeleteOverride(int64_t id);
-  Result<std::vector<store::OverrideRecord>> ListOverrides() { return store_->ListOverrides(); }
+  Result<std::vector<store::OverrideRecord>> ListOverrides() { return store_->overrides().List(); }
 
-  Result<std::vector<store::HardwareRecord>> ListHardware() { return store_->ListHardware(); }
+  Result<std::vector<store::HardwareRecord>> ListHardware() { return store_->hardware().List(); }
   const HardwareProfile& host() const { return host_; }
   std::string HostKey(int threads) const;
 
@@ -82,7 +82,7 @@ class Service {
 
   // Online backup into the backup directory; returns the file written.
   Result<std::string> Backup();
-  Result<store::StoreStats> Stats() { return store_->Stats(); }
+  Result<store::StoreStats> Stats() { return store_->maintenance().Stats(); }
   store::Store& store() { return *store_; }
 
  private:

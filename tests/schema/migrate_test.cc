@@ -119,29 +119,29 @@ TEST_F(MigrateTest, ReleaseDatabaseIsCarriedOverOnceKeepingEveryRow) {
     auto s = Store::Open(path_);
     ASSERT_TRUE(s) << s.error().ToString();
     Store& st = **s;
-    EXPECT_EQ(st.SchemaVersion(), LatestSchemaVersion());
-    auto sweeps = st.ListSweepsPage(std::nullopt, 0, 10);
+    EXPECT_EQ(st.maintenance().SchemaVersion(), LatestSchemaVersion());
+    auto sweeps = st.sweeps().ListPage(std::nullopt, 0, 10);
     ASSERT_TRUE(sweeps) << sweeps.error().ToString();
     ASSERT_EQ(sweeps->size(), 3u);
     EXPECT_EQ((*sweeps)[0].request.strategy, tuner::Strategy::kRandom);
     EXPECT_EQ((*sweeps)[1].request.strategy, tuner::Strategy::kTransfer);
     EXPECT_EQ((*sweeps)[2].request.strategy, tuner::Strategy::kExhaustive);
     EXPECT_EQ((*sweeps)[0].status, SweepStatus::kDone);
-    auto measurements = st.ListMeasurementsPage(1, 0, 1000);
+    auto measurements = st.measurements().ListPage(1, 0, 1000);
     ASSERT_TRUE(measurements);
     EXPECT_EQ(measurements->size(), static_cast<size_t>((*sweeps)[0].progress_done));
     EXPECT_FALSE(measurements->front().samples_ns.empty());
-    auto tuned = st.ListTunedEntries();
+    auto tuned = st.tuned().List();
     ASSERT_TRUE(tuned);
     EXPECT_EQ(static_cast<int64_t>(tuned->size()), before.at("tuned_entries"));
-    auto overrides = st.ListOverrides();
+    auto overrides = st.overrides().List();
     ASSERT_TRUE(overrides);
     ASSERT_EQ(overrides->size(), 1u);
     EXPECT_EQ(overrides->front().reason, "fixture pin");
-    auto hw = st.ListHardware();
+    auto hw = st.hardware().List();
     ASSERT_TRUE(hw);
     EXPECT_EQ(hw->size(), 1u);
-    EXPECT_EQ(st.IntegrityCheck().value_or(""), "ok");
+    EXPECT_EQ(st.maintenance().IntegrityCheck().value_or(""), "ok");
   }
   EXPECT_EQ(RowCounts(), before);
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM sqlite_master WHERE name = 'sweeps' AND sql LIKE '%''transfer''%'"), 0);
@@ -152,7 +152,7 @@ TEST_F(MigrateTest, ReleaseDatabaseIsCarriedOverOnceKeepingEveryRow) {
   {
     auto again = Store::Open(path_);
     ASSERT_TRUE(again) << again.error().ToString();
-    EXPECT_EQ((*again)->SchemaVersion(), LatestSchemaVersion());
+    EXPECT_EQ((*again)->maintenance().SchemaVersion(), LatestSchemaVersion());
   }
   EXPECT_EQ(QueryInt("PRAGMA schema_version"), cookie);
   EXPECT_EQ(QueryInt("PRAGMA user_version"), LatestSchemaVersion());
@@ -206,7 +206,7 @@ TEST_F(MigrateTest, StrategyNamesAreCheckedInCode) {
   // The table no longer restricts the name (0008); a name outside tuner::kStrategyNames that
   // got in by hand is reported, not read as some default strategy.
   Exec("UPDATE sweeps SET strategy = 'bogus' WHERE id = 2;");
-  auto bad = (*s)->GetSweep(2);
+  auto bad = (*s)->sweeps().Get(2);
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().code, ErrorCode::kDataLoss);
   EXPECT_NE(bad.error().message.find("unknown strategy 'bogus'"), std::string::npos) << bad.error().message;
@@ -215,7 +215,7 @@ TEST_F(MigrateTest, StrategyNamesAreCheckedInCode) {
   r.kernel = "matmul";
   r.shapes = {NamedInts({{"m", 8}, {"n", 8}, {"k", 8}})};
   r.strategy = static_cast<tuner::Strategy>(std::size(tuner::kStrategyNames));
-  auto created = (*s)->CreateSweepWithTasks(r, 1, 1, "test", {}, "", "");
+  auto created = (*s)->sweeps().Create(r, 1, 1, "test", {});
   ASSERT_FALSE(created);
   EXPECT_EQ(created.error().code, ErrorCode::kInvalidArgument);
   EXPECT_EQ(created.error().path, "strategy");

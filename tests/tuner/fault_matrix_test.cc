@@ -1,8 +1,10 @@
 // The fault matrix: every fault of the fault kernel on 1 of 50 configs and on 49 of 50, swept
-// through WorkerEvaluator into a real SQLite store. For each: the sweep completes, every
-// config's stored outcome is exactly the expected one, no faulty config wins (with 49 faulty,
-// the single good one does), a resumed sweep measures nothing again, every hang is killed
-// within timeout + 1 s, and no child process (zombie or live) is left behind.
+// through WorkerEvaluator into a real SQLite store by the daemon's path (a sweep created with
+// its task, the task leased, store::TaskSink, requeued after a "crash" and leased again). For
+// each: the sweep completes, every config's stored outcome is exactly the expected one, no
+// faulty config wins (with 49 faulty, the single good one does), a resumed sweep measures
+// nothing again, every hang is killed within timeout + 1 s, and no child process (zombie or
+// live) is left behind.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +14,7 @@
 #include <ostream>
 
 #include "schema/store.h"
+#include "schema/task_sink.h"
 #include "tests/tuner/fault_kernel.h"
 #include "tests/tuner/fault_test_util.h"
 #include "tuner/isolation/worker_evaluator.h"
@@ -86,17 +89,23 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
   const Expected expected = ExpectedFor(c.fault);
   const KernelSpec& spec = FaultSpec();
 
-  auto store = store::Store::Open((dir_ / "db").string());
-  ASSERT_TRUE(store) << store.error().ToString();
+  auto opened = store::Store::Open((dir_ / "db").string());
+  ASSERT_TRUE(opened) << opened.error().ToString();
+  store::Store& db = **opened;
   const HardwareProfile hw = HardwareProfile::Detect(1);
-  auto hw_id = (*store)->UpsertHardware(hw);
+  auto hw_id = db.hardware().Upsert(hw);
   ASSERT_TRUE(hw_id);
   SweepRequest request;
   request.kernel = "fault";
   request.shapes = {NamedInts({{"n", 64}, {"fault", static_cast<int64_t>(c.fault)}, {"faulty", c.faulty}})};
-  auto sweep_id = (*store)->CreateSweep(request, *hw_id, spec.bucket_version(), "test", testing::kFaultConfigs);
-  ASSERT_TRUE(sweep_id) << sweep_id.error().ToString();
-  store::StoreSink sink(**store, *sweep_id);
+  const std::string planned_bucket = spec.Bucket(Problem{request.dtype, request.shapes[0]}).first;
+  auto created = db.sweeps().Create(request, *hw_id, spec.bucket_version(), "test",
+                                    {store::TaskPlan{planned_bucket, request.shapes[0], testing::kFaultConfigs}});
+  ASSERT_TRUE(created) << created.error().ToString();
+  const int64_t sweep_id = created->id;
+  auto task = db.tasks().LeaseNext();
+  ASSERT_TRUE(task && *task) << "the sweep's task";
+  store::TaskSink sink(db, **task);
 
   SweepOptions options;
   options.timing.min_repetition_ns = 200e3;
@@ -113,7 +122,7 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
     WorkerEvaluator worker(worker_options);
     testing::RecordingEvaluator recorder(worker, [&] { return worker.last_starved_s(); });
     options.evaluator = &recorder;
-    auto winners = RunSweep(request, *sweep_id, spec, hw, sink, options);
+    auto winners = RunSweep(request, sweep_id, spec, hw, sink, options);
     ASSERT_TRUE(winners) << winners.error().ToString();
 
     // The winner is a config that passed; with 49 faulty configs it is the one good config.
@@ -162,7 +171,8 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
   EXPECT_TRUE(testing::ChildrenOfThisProcess().empty()) << "worker outlived its evaluator";
 
   // What was stored: exactly the expected outcome per config.
-  auto stored = (*store)->ListMeasurements(*sweep_id, bucket);
+  EXPECT_EQ(bucket, planned_bucket);
+  auto stored = db.measurements().ListBucket(sweep_id, bucket);
   ASSERT_TRUE(stored) << stored.error().ToString();
   ASSERT_EQ(stored->size(), static_cast<size_t>(testing::kFaultConfigs));
   std::map<int64_t, const Measurement*> by_id;
@@ -178,12 +188,20 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
     }
   }
 
-  // Resume: nothing is measured again, bad configs included, and the winner is the same.
+  // Resume after a "crash" (the task was never finished): the daemon's start requeues it and
+  // the runner leases it again. Nothing is measured again, bad configs included, and the
+  // winner is the same.
+  ASSERT_TRUE(db.tasks().RequeueInterrupted());
+  auto resumed = db.tasks().LeaseNext();
+  ASSERT_TRUE(resumed && *resumed);
+  EXPECT_EQ((*resumed)->id, (*task)->id);
+  EXPECT_EQ((*resumed)->attempts, 2);
+  store::TaskSink resumed_sink(db, **resumed);
   {
     WorkerEvaluator worker(worker_options);
     testing::RecordingEvaluator recorder(worker);
     options.evaluator = &recorder;
-    auto again = RunSweep(request, *sweep_id, spec, hw, sink, options);
+    auto again = RunSweep(request, sweep_id, spec, hw, resumed_sink, options);
     ASSERT_TRUE(again) << again.error().ToString();
     EXPECT_TRUE(recorder.calls.empty()) << recorder.calls.size() << " configs re-run, first " << recorder.calls[0].config;
     // A resumed sweep repeats only its decision round, on configs that passed.
@@ -193,6 +211,15 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
     }
     if (recorder.interleaved.empty()) EXPECT_EQ(worker.workers_started(), 0);
   }
+  // Finishing the only task finishes the sweep, with every planned measurement committed.
+  auto finished = db.tasks().Finish((*resumed)->id, store::SweepStatus::kDone, "");
+  ASSERT_TRUE(finished);
+  EXPECT_TRUE(*finished);
+  auto progress = db.sweeps().Progress(sweep_id);
+  ASSERT_TRUE(progress);
+  EXPECT_EQ(progress->done, testing::kFaultConfigs);
+  EXPECT_EQ(progress->total, testing::kFaultConfigs);
+  EXPECT_EQ(db.sweeps().Get(sweep_id)->status, store::SweepStatus::kDone);
 }
 
 std::vector<Case> AllCases() {
