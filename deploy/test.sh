@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 deploy/install-deps.sh
-deploy/build.sh
+# -Werror: the tree builds warning-free (-Wall -Wextra, GCC 12), so a new warning fails CI here
+# rather than piling up; see BLOCKTUNE_WERROR in CMakeLists.txt and cmake/warnings.cmake.
+deploy/build.sh -DBLOCKTUNE_WERROR=ON
 jobs=$(nproc 2>/dev/null || echo 2)
 ctest --test-dir build --output-on-failure -j "$jobs" -LE slow "$@"

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "blocktune/version.h"
 #include "schema/store.h"
 #include "tuner/lookup.h"
 #include "tuner/sweep.h"
@@ -25,7 +26,7 @@ namespace blocktune::server {
 
 struct ServiceOptions {
   tuner::SweepOptions sweep;
-  std::string tool_version = "blocktune 0.1.0";
+  std::string tool_version = kToolVersion;
   std::string backup_dir;  // where POST /v1/backup writes; empty: "backups" beside the database
   // A sweep may plan at most this many measurements (configs x buckets): 100,000 configs at
   // ~20 ms each is already over half an hour of machine time.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "blocktune/version.h"
 #include "kernels/core/hardware.h"
 #include "kernels/core/kernel_spec.h"
 #include "tuner/evaluator.h"
@@ -49,14 +50,15 @@ class SweepSink {
 
   // The tuned entry currently published for this key, which a new winner must beat by more
   // than the noise band to replace. Default: none (every winner is new).
-  virtual Result<std::optional<TunedEntry>> Incumbent(const std::string& kernel, const std::string& hardware_key,
-                                                      DType dtype, const std::string& bucket) {
+  virtual Result<std::optional<TunedEntry>> Incumbent(const std::string& /*kernel*/,
+                                                      const std::string& /*hardware_key*/, DType /*dtype*/,
+                                                      const std::string& /*bucket*/) {
     return std::optional<TunedEntry>();
   }
   // The conditions the sweep runs under; called once per RunSweep before anything is timed.
-  virtual Status RecordEnvironment(const SweepEnvironment& environment) { return {}; }
+  virtual Status RecordEnvironment(const SweepEnvironment& /*environment*/) { return {}; }
   // The decision round of a bucket; a resumed sweep repeats the round and records it again.
-  virtual Status RecordFinalRound(const FinalRound& round) { return {}; }
+  virtual Status RecordFinalRound(const FinalRound& /*round*/) { return {}; }
   // Passing measurements of this sweep's kernel, dtype and threads on this hardware from
   // earlier sweeps, and from buckets of this sweep planned before the ones RunSweep is given
   // (any bucket; `problem` must be the bucket's representative problem): the transfer
@@ -77,7 +79,7 @@ struct SweepOptions {
   // Smallest noise band: a challenger must beat the incumbent by more than this (and by more
   // than two standard errors of the median difference) to replace it.
   double min_noise_band = 0.02;
-  std::string tool_version = "blocktune 0.1.0";  // recorded with the environment
+  std::string tool_version = kToolVersion;  // recorded with the environment
 };
 
 struct BucketPlan {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 #endif
 
 namespace blocktune::kernels {

@@ -17,7 +17,7 @@
 #include "kernels/core/dtype.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 #endif
 
 namespace blocktune::vec {

@@ -4,7 +4,7 @@
 // compares against a float iota because AVX2 has no mask registers.
 #include "kernels/flash_attention/flash_attention.h"
 
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 
 #include <algorithm>
 #include <cmath>

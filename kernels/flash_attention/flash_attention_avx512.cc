@@ -9,7 +9,7 @@
 // end of the key sequence.
 #include "kernels/flash_attention/flash_attention.h"
 
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 
 #include <algorithm>
 #include <cmath>

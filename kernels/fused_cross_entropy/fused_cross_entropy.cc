@@ -39,7 +39,7 @@
 #include "kernels/matmul/micro_kernel.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 #define BLOCKTUNE_FCE_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 #define BLOCKTUNE_FCE_AVX2 __attribute__((target("avx2,fma")))
 // GCC 12 reports the AVX-512 intrinsics' internal _mm512_undefined operands (max/min/roundscale

@@ -28,7 +28,7 @@
 
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 // GCC 12 reports the intrinsics' internal _mm512_undefined operands of cvtepu16/slli as
 // "maybe uninitialized" once inlined; they are fully overwritten.
 #if defined(__GNUC__) && !defined(__clang__)  // GCC-only warning names

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #if defined(__SSE2__)
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 #endif
 
 namespace blocktune::kernels::matmul_internal {

@@ -7,7 +7,7 @@
 
 #include <utility>
 
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 
 #define BLOCKTUNE_AVX2 __attribute__((target("avx2,fma")))
 

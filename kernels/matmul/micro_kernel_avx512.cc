@@ -9,7 +9,7 @@
 
 #include <utility>
 
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 
 #define BLOCKTUNE_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 

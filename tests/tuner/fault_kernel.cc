@@ -98,7 +98,7 @@ class FaultInstance final : public KernelInstance {
     for (int64_t i = 0; i < n; ++i) in_[i] = static_cast<float>(i % 13) - 6.0f;
   }
 
-  Status Run(const Config& config, int threads) override {
+  Status Run(const Config& config, int /*threads*/) override {
     const int64_t id = config.Get("id").value_or(-1);
     if (id < 0 || id >= kFaultConfigs) return InvalidArgument("id must be in [0, 50)", "config.id");
     Spin(std::chrono::microseconds(20 * (id + 1)));

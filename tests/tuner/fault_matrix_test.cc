@@ -209,7 +209,9 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
       if (expected.outcome == Outcome::kOk) break;
       EXPECT_GE(ConfigId(config), c.faulty) << "faulty config re-run on resume: " << config;
     }
-    if (recorder.interleaved.empty()) EXPECT_EQ(worker.workers_started(), 0);
+    if (recorder.interleaved.empty()) {
+      EXPECT_EQ(worker.workers_started(), 0);
+    }
   }
   // Finishing the only task finishes the sweep, with every planned measurement committed.
   auto finished = db.tasks().Finish((*resumed)->id, store::SweepStatus::kDone, "");

@@ -166,7 +166,9 @@ TEST(Search, EveryStrategyIsDeterministicAndNeverAsksTwice) {
     }
     EXPECT_EQ(runs[0], runs[1]) << StrategyName(s);
     // Surrogate uses no randomness here, nor does transfer (without a prior it is surrogate).
-    if (s != Strategy::kSurrogate && s != Strategy::kTransfer) EXPECT_NE(runs[0], runs[2]) << StrategyName(s);
+    if (s != Strategy::kSurrogate && s != Strategy::kTransfer) {
+      EXPECT_NE(runs[0], runs[2]) << StrategyName(s);
+    }
   }
 }
 

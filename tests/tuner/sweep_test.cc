@@ -194,26 +194,26 @@ TEST(Lookup, FallsBackThroughTheHardwareChainThenToTheDefault) {
   other.config = NamedInts({{"a", 4}, {"b", 1}});
   std::vector<TunedEntry> rows{other, e};
 
-  auto exact = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t2"});
+  auto exact = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t2", std::nullopt});
   ASSERT_TRUE(exact);
   EXPECT_EQ(exact->source, tables::Source::kTuned);
   EXPECT_EQ(exact->config, e.config);
 
-  auto threads = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t8"});
+  auto threads = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t8", std::nullopt});
   EXPECT_EQ(threads->source, tables::Source::kTunedFallback);
   EXPECT_EQ(threads->hardware, e.hardware_key);
 
   // Same vendor, other model: both rows match "x86_64.avx512.intel"; the smallest key wins.
-  auto family = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod9.t1"});
+  auto family = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod9.t1", std::nullopt});
   EXPECT_EQ(family->source, tables::Source::kTunedFallback);
   EXPECT_EQ(family->hardware, e.hardware_key);
 
-  auto other_bucket = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 5000}}), e.hardware_key});
+  auto other_bucket = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 5000}}), e.hardware_key, std::nullopt});
   EXPECT_EQ(other_bucket->source, tables::Source::kDefault);
   EXPECT_EQ(other_bucket->config, spec.DefaultConfig());
   EXPECT_EQ(other_bucket->bucket, "n8192");
 
-  auto bad = Lookup(spec, rows, {DType::kF32, NamedInts({{"m", 5}}), e.hardware_key});
+  auto bad = Lookup(spec, rows, {DType::kF32, NamedInts({{"m", 5}}), e.hardware_key, std::nullopt});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().path, "m");
 }

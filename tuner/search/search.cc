@@ -260,7 +260,10 @@ class SurrogateSearch final : public SearchStrategy {
   // worse on the stored sweeps; see docs/tuning.md.)
   std::vector<double> Fit(const std::vector<size_t>& points, const std::vector<double>& y) const {
     constexpr double kRidge = 1e-3;
-    const size_t p = Features(points.front()).size();
+    // The feature count follows from the space alone (1 + 2 dims + dims (dims - 1) / 2), so an
+    // empty `points` gives the ridge-only system (beta = 0) rather than reading points[0].
+    const size_t dims = space_.dims();
+    const size_t p = 1 + 2 * dims + dims * (dims - 1) / 2;
     std::vector<std::vector<double>> a(p, std::vector<double>(p + 1, 0.0));
     for (size_t k = 0; k < points.size(); ++k) {
       const auto f = Features(points[k]);

@@ -13,7 +13,7 @@ struct SweepEnvironment {
   std::string governor;      // cpu0's cpufreq scaling governor; "" where not readable (VMs)
   std::string compiler;      // e.g. "g++ 12.2.0"
   std::string build_flags;   // build type and the flags the kernels were compiled with
-  std::string tool_version;  // e.g. "blocktune 0.1.0"
+  std::string tool_version;  // kToolVersion from blocktune/version.h: "blocktune" and the project version
 };
 
 // Reads /proc and sysfs now; fields that cannot be read stay empty, never an error.
