@@ -3,7 +3,8 @@
 // holding every row, G = 1, 1-row groups, every direct-kernel height 1-12 and 2-3 row passes, groups either side of the
 // direct/packed threshold (32 rows), rows past the sum,
 // k/n remainders, at 1-3 threads; Validate / ValidateGroupSizes rejections; the seeded group
-// generator; and the KernelSpec (config space, default, buckets, verification, instances).
+// generator; and what the KernelSpec declares for grouped matmul (the generic contract of every
+// kernel is tests/kernels/conformance_test.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,37 +16,15 @@
 
 #include "kernels/core/dtype.h"
 #include "kernels/grouped_matmul/grouped_matmul.h"
+#include "tests/common/kernels.h"
 
 namespace blocktune::kernels {
 namespace grouped_matmul {
 namespace {
 
-std::vector<float> RandomVector(int64_t n, uint32_t seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t x = seed * 2654435761u + 1;
-  for (float& f : v) {
-    x = x * 1664525u + 1013904223u;
-    f = float(x >> 8) / float(1 << 23) - 1.0f;  // [-1, 1)
-  }
-  return v;
-}
-
-// Rounds to bf16 in place and returns the bits (the reference then sees the kernel's inputs).
-std::vector<uint16_t> ToBf16(std::vector<float>* v) {
-  std::vector<uint16_t> bits(v->size());
-  for (size_t i = 0; i < v->size(); ++i) {
-    bits[i] = FloatToBF16((*v)[i]).bits;
-    (*v)[i] = BF16ToFloat(BF16{bits[i]});
-  }
-  return bits;
-}
-
-HardwareProfile HwWithIsa(const std::string& isa) {
-  HardwareProfile hw;
-  hw.cpu.isa = isa;
-  hw.l3_bytes = 32 << 20;
-  return hw;
-}
+using test::HwWithIsa;
+using test::RandomVector;
+using test::ToBf16;
 
 struct Layout {
   const char* name;
@@ -309,10 +288,7 @@ TEST(GroupedMatmulGenerator, DeterministicSkewedWithEmpties) {
 // --- KernelSpec ---------------------------------------------------------------------------------
 
 Problem MakeProblem(int64_t m, int64_t k, int64_t n, int64_t groups, DType dtype = DType::kF32) {
-  Problem p;
-  p.dtype = dtype;
-  p.dims = NamedInts({{"m", m}, {"k", k}, {"n", n}, {"groups", groups}});
-  return p;
+  return test::MakeProblem({{"m", m}, {"k", k}, {"n", n}, {"groups", groups}}, dtype);
 }
 
 TEST(GroupedMatmulSpec, Declarations) {
@@ -332,17 +308,6 @@ TEST(GroupedMatmulSpec, Declarations) {
   EXPECT_EQ(spec.Bucket(MakeProblem(3000, 1000, 1024, 5)).first, "m4096_k1024_n1024_groups8");
   EXPECT_TRUE(spec.ValidateProblem(MakeProblem(4096, 1024, 1024, 64)).has_value());
   EXPECT_FALSE(spec.ValidateProblem(MakeProblem(4096, 1024, 1024, 0)).has_value());
-}
-
-TEST(GroupedMatmulSpec, DefaultValidatesOnEveryIsa) {
-  const KernelSpec& spec = GroupedMatmulSpec();
-  for (const char* isa : {"avx512", "avx2", "base"}) {
-    for (const Problem& p : {MakeProblem(1, 1, 1, 1), MakeProblem(65536, 16384, 16384, 256),
-                             MakeProblem(16, 4096, 4096, 64)}) {
-      EXPECT_TRUE(spec.ValidateConfig(spec.DefaultConfig(), p, HwWithIsa(isa)).has_value()) << isa;
-    }
-  }
-  EXPECT_TRUE(spec.ValidateConfig(spec.DefaultConfig(), MakeProblem(64, 64, 64, 4), HardwareProfile::Detect(1)));
 }
 
 TEST(GroupedMatmulSpec, ConfigSpaceSizeAndValidity) {
@@ -365,16 +330,6 @@ TEST(GroupedMatmulSpec, ConfigSpaceSizeAndValidity) {
           << isa << " " << c.ToString();
     }
   }
-  bool has_default = false;
-  for (const Config& c : space) has_default |= c == spec.DefaultConfig();
-  EXPECT_TRUE(has_default);
-}
-
-TEST(GroupedMatmulSpec, ValidateConfigRejectsUnknownParam) {
-  const auto s = GroupedMatmulSpec().ValidateConfig(*NamedInts::Parse("tile_m=96,block_m=3"),
-                                                    MakeProblem(8, 8, 8, 1), HwWithIsa("avx512"));
-  ASSERT_FALSE(s.has_value());
-  EXPECT_EQ(s.error().path, "config.block_m");
 }
 
 TEST(GroupedMatmulSpec, VerificationProblemHasFullTilesAndRemainders) {
@@ -397,41 +352,6 @@ TEST(GroupedMatmulSpec, VerificationProblemHasFullTilesAndRemainders) {
   EXPECT_EQ(small.Dim("m"), 16);
   EXPECT_EQ(small.Dim("k"), 8);
   EXPECT_EQ(small.Dim("groups"), 2);
-}
-
-TEST(GroupedMatmulSpec, InstanceRunsVerifiesAndCatchesPoison) {
-  const KernelSpec& spec = GroupedMatmulSpec();
-  for (DType dtype : {DType::kF32, DType::kBF16}) {
-    for (const Config& c : {ToConfig(GroupedMatmulBlockSizes{24, 128, 128}), spec.DefaultConfig(),
-                            ToConfig(GroupedMatmulBlockSizes{48, 256, 1024})}) {
-      auto inst = spec.MakeInstance(spec.VerificationProblem(c, MakeProblem(4096, 1024, 1024, 64, dtype)), 42);
-      inst->RunReference();
-      inst->PoisonOutputs();
-      EXPECT_FALSE(inst->Verify().ok);
-      ASSERT_TRUE(inst->Run(c, 2).has_value());
-      const VerifyReport r = inst->Verify();
-      EXPECT_TRUE(r.ok) << c.ToString() << " " << r.max_abs_err;
-      inst->PoisonOutputs();
-      const VerifyReport poisoned = inst->Verify();
-      EXPECT_FALSE(poisoned.ok);
-      EXPECT_EQ(poisoned.non_finite, poisoned.elements);
-    }
-  }
-  auto inst = spec.MakeInstance(MakeProblem(30, 20, 40, 4), 1);
-  EXPECT_FALSE(inst->Run(ToConfig(GroupedMatmulBlockSizes{7, 64, 32}), 1).has_value());
-}
-
-TEST(GroupedMatmulSpec, InstancesAreDeterministicInTheSeed) {
-  const KernelSpec& spec = GroupedMatmulSpec();
-  const Problem p = MakeProblem(30, 40, 50, 4, DType::kBF16);
-  auto x = spec.MakeInstance(p, 7);
-  auto y = spec.MakeInstance(p, 7);
-  x->RunReference();
-  y->RunReference();
-  ASSERT_TRUE(x->Run(spec.DefaultConfig(), 1).has_value());
-  ASSERT_TRUE(y->Run(spec.DefaultConfig(), 3).has_value());
-  EXPECT_TRUE(x->Verify().ok);
-  EXPECT_EQ(x->Verify().max_abs_err, y->Verify().max_abs_err);
 }
 
 }  // namespace

@@ -9,22 +9,15 @@
 
 #include "schema/store.h"
 #include "schema/task_sink.h"
+#include "tests/common/scratch_dir.h"
 
 namespace blocktune::store {
 namespace {
 
 class Durability : public ::testing::Test {
  protected:
-  void SetUp() override {
-    path_ = ::testing::TempDir() + "/durability_" + std::to_string(getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".db";
-    std::filesystem::remove(path_);
-    Reopen();
-  }
-  void TearDown() override {
-    store_.reset();
-    for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path_ + suffix);
-  }
+  void SetUp() override { Reopen(); }
+  void TearDown() override { store_.reset(); }
   void Reopen() {
     store_.reset();
     auto s = Store::Open(path_);
@@ -53,7 +46,8 @@ class Durability : public ::testing::Test {
     m.median_ns = 2;
     return m;
   }
-  std::string path_;
+  test::ScratchDir dir_{"durability"};
+  std::string path_ = dir_.File("db");
   std::unique_ptr<Store> store_;
 };
 

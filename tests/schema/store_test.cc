@@ -5,6 +5,9 @@
 #include "schema/store.h"
 
 #include <gtest/gtest.h>
+
+#include "schema/migrations.h"
+#include "tests/common/scratch_dir.h"
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -20,15 +23,6 @@ namespace {
 
 class StoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("blocktune_store_test_" + std::to_string(getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    path_ = (dir_ / "t.db").string();
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
   static std::string ReadAll(const std::string& p) {
     std::ifstream in(p, std::ios::binary);
     std::ostringstream s;
@@ -36,8 +30,8 @@ class StoreTest : public ::testing::Test {
     return s.str();
   }
 
-  std::filesystem::path dir_;
-  std::string path_;
+  test::ScratchDir dir_{"blocktune_store_test"};
+  std::string path_ = dir_.File("t.db");
 };
 
 const NamedInts kShapeA({{"m", 64}, {"n", 32}, {"k", 16}});

@@ -8,6 +8,7 @@
 #include "server/routes.h"
 #include "server/service.h"
 #include "tables/codegen/codegen.h"
+#include "tests/common/scratch_dir.h"
 
 #include <unistd.h>
 
@@ -149,7 +150,8 @@ TEST(Service, ServesTheCheckedInTableUnderTheDatabase) {
   ASSERT_TRUE(rows);
   ASSERT_FALSE(rows->empty()) << "the checked-in table is empty";
   const tuner::TunedEntry row = rows->front();
-  const std::string path = ::testing::TempDir() + "/service_test_" + std::to_string(getpid()) + ".db";
+  const test::ScratchDir dir("service_test");
+  const std::string path = dir.File("db");
   auto store = store::Store::Open(path);
   ASSERT_TRUE(store) << store.error().ToString();
   // A named ServiceOptions, not a temporary: for `ServiceOptions{}` GCC 12 reports the
@@ -168,7 +170,6 @@ TEST(Service, ServesTheCheckedInTableUnderTheDatabase) {
   EXPECT_EQ(answer->config, row.config);
   EXPECT_EQ(answer->sweep_id, row.sweep_id);
   service.Stop();
-  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "server/openapi.h"
 #include "server/routes.h"
 #include "server/service.h"
+#include "tests/common/scratch_dir.h"
 
 namespace blocktune::server {
 namespace {
@@ -40,15 +41,11 @@ class Daemon : public ::testing::Test {
   }
 
   void StartDaemon(ServiceOptions options) {
-    dir_ = ::testing::TempDir() + "/http_test_" + std::to_string(getpid()) + "_" +
-           ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-    auto store = store::Store::Open(dir_ + "/db.sqlite");
+    auto store = store::Store::Open(dir_.File("db.sqlite"));
     ASSERT_TRUE(store) << store.error().ToString();
     options.sweep.timing.min_repetition_ns = 1e5;  // 0.1 ms: tests check flow, not speed
     options.sweep.timing.repetitions = 2;
-    service_ = std::make_unique<Service>(std::move(*store), dir_ + "/db.sqlite", options);
+    service_ = std::make_unique<Service>(std::move(*store), dir_.File("db.sqlite"), options);
     ASSERT_TRUE(service_->Start());
     HttpOptions http;
     http.port = 0;
@@ -67,7 +64,6 @@ class Daemon : public ::testing::Test {
     if (service_) service_->Stop();
     server_.reset();
     service_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   httplib::Client Client() {
@@ -126,7 +122,7 @@ class Daemon : public ::testing::Test {
     return body.value("id", int64_t{0});
   }
 
-  std::string dir_;
+  test::ScratchDir dir_{"http_test"};
   std::unique_ptr<Service> service_;
   std::unique_ptr<HttpServer> server_;
   std::thread thread_;
@@ -295,7 +291,7 @@ TEST_F(Daemon, EveryMutatingRouteRefusesAMissingOrWrongToken) {
   // Nothing was created, cancelled, pinned or backed up.
   EXPECT_TRUE(Send("GET", "/v1/sweeps").second["sweeps"].empty());
   EXPECT_TRUE(Send("GET", "/v1/overrides").second["overrides"].empty());
-  EXPECT_FALSE(std::filesystem::exists(dir_ + "/backups"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("backups")));
 }
 
 TEST_F(Daemon, LookupAnswersFromEverySource) {

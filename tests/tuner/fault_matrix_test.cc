@@ -15,6 +15,7 @@
 
 #include "schema/store.h"
 #include "schema/task_sink.h"
+#include "tests/common/scratch_dir.h"
 #include "tests/tuner/fault_kernel.h"
 #include "tests/tuner/fault_test_util.h"
 #include "tuner/isolation/worker_evaluator.h"
@@ -73,15 +74,7 @@ void PrintTo(const Case& c, std::ostream* os) { *os << FaultName(c.fault) << " o
 
 class FaultMatrix : public ::testing::TestWithParam<Case> {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("blocktune_fault_matrix_" + std::to_string(getpid()) + "_" + std::string(FaultName(GetParam().fault)) +
-            "_" + std::to_string(GetParam().faulty));
-    std::filesystem::remove_all(dir_);
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-  std::filesystem::path dir_;
+  blocktune::test::ScratchDir dir_{"blocktune_fault_matrix"};
 };
 
 TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
@@ -89,7 +82,7 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
   const Expected expected = ExpectedFor(c.fault);
   const KernelSpec& spec = FaultSpec();
 
-  auto opened = store::Store::Open((dir_ / "db").string());
+  auto opened = store::Store::Open(dir_.File("db"));
   ASSERT_TRUE(opened) << opened.error().ToString();
   store::Store& db = **opened;
   const HardwareProfile hw = HardwareProfile::Detect(1);
