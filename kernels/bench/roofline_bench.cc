@@ -19,7 +19,7 @@
 #include "kernels/core/hardware.h"
 
 #if defined(__x86_64__)
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 #endif
 
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_*(), which -Wuninitialized

@@ -10,7 +10,7 @@
 // accumulators), one V load per chunk and one broadcast per row per key.
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
 
-#include <immintrin.h>
+#include "kernels/core/simd.h"  // <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
