@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package blocktune needs to build, run, test and benchmark.
+# Installs every Debian 12 package blocktune needs to build, run, test and benchmark, plus any
+# package named on the command line (the scripts for optional jobs pass theirs:
+# deploy/test-aarch64.sh, deploy/check-warnings.sh).
 # Idempotent: packages already present are skipped, so rerunning costs one dpkg query.
+#   deploy/install-deps.sh [EXTRA_PACKAGE...]
 set -euo pipefail
 
 packages=(
@@ -29,6 +32,7 @@ packages=(
 # command is missing.
 command -v node >/dev/null 2>&1 || packages+=(nodejs)
 command -v npm >/dev/null 2>&1 || packages+=(npm)
+packages+=("$@")
 
 missing=()
 for p in "${packages[@]}"; do

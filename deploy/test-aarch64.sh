@@ -15,25 +15,9 @@ cd "$(dirname "$0")/.."
 build_dir=${1:-build-aarch64}
 shift || true
 
-packages=(
-  cmake ninja-build
-  g++-aarch64-linux-gnu   # cross g++ 12 plus libc6-dev-arm64-cross, libstdc++ for arm64
-  qemu-user               # qemu-aarch64, run with -L /usr/aarch64-linux-gnu (the toolchain file)
-  libgtest-dev            # /usr/src/googletest, compiled for aarch64 in the build
-)
-missing=()
-for p in "${packages[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
-  fi
-done
-if ((${#missing[@]})); then
-  sudo_cmd=()
-  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
-  export DEBIAN_FRONTEND=noninteractive
-  "${sudo_cmd[@]}" apt-get update -qq
-  "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# The cross g++ 12 (with libc6-dev-arm64-cross and arm64 libstdc++) and qemu-aarch64, run with
+# -L /usr/aarch64-linux-gnu by the toolchain file; GoogleTest's sources come with libgtest-dev.
+deploy/install-deps.sh g++-aarch64-linux-gnu qemu-user
 
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <tuple>
 #include <vector>
 
 #include "kernels/core/dtype.h"
@@ -497,7 +498,12 @@ void BuildItems(const IsaOps& ops, const GroupedMatmulBlockSizes& bs, const Grou
     row += size;
   }
   if (threads > 1) {
-    std::stable_sort(items->begin(), items->end(), [](const Item& x, const Item& y) { return x.cost > y.cost; });
+    // Costliest first; ties keep the creation order (group, column, rows), as stable_sort would,
+    // without the temporary buffer stable_sort allocates on every call.
+    std::sort(items->begin(), items->end(), [](const Item& x, const Item& y) {
+      if (x.cost != y.cost) return x.cost > y.cost;
+      return std::tie(x.group, x.col_begin, x.row_begin) < std::tie(y.group, y.col_begin, y.row_begin);
+    });
   }
 }
 

@@ -351,7 +351,9 @@ Status RunWith(const Ops& ops, const HardwareProfile& hw, const RaggedPagedAtten
   }
   std::vector<int32_t> order(items.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int32_t>(i);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return cost[a] > cost[b]; });
+  // Costliest first, ties in index order (what stable_sort gives, without its temporary buffer).
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return cost[a] != cost[b] ? cost[a] > cost[b] : a < b; });
 
   const Context ctx{&ops, shape, bs, in, out};
   const double flops = 4.0 * double(shape.heads) * double(shape.head_dim) * total_pairs;
