@@ -121,6 +121,7 @@ Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
   r.budget = a.budget;
   r.budget_seconds = a.budget_seconds;
   r.seed = static_cast<uint64_t>(a.seed);
+  r.isa = a.isa == "portable" ? "base" : a.isa;
   // Through the codec's decoder, so the CLI validates exactly what the server would.
   Json body = wire::EncodeSweepRequest(r);
   body["shapes"] = shapes;
@@ -183,9 +184,7 @@ int RunSweep(const Common& c, const SweepArgs& a) {
     }
     return RunSweepLocal(c, a, *request);
   }
-  if (!a.isa.empty()) {
-    return Fail(kExitUsage, "--isa needs --local for now; start blocktuned with --isa to sweep another level");
-  }
+
   CallOptions o;
   o.body = wire::Dump(wire::EncodeSweepRequest(*request));
   o.idempotency_key = a.idempotency_key;

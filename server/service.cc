@@ -154,6 +154,14 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
   if (spec == nullptr) return InvalidArgument("unknown kernel '" + request.kernel + "'", "kernel");
   HardwareProfile hw = host_;
   hw.threads = request.threads;
+  if (!request.isa.empty()) {
+    // Any level the CPU runs, also above the daemon's own --isa: the workers are started with
+    // BLOCKTUNE_ISA set to it (tuner/isolation/worker_evaluator.cc).
+    if (tables::IsaRank(request.isa) > tables::IsaRank(NativeIsa())) {
+      return InvalidArgument("isa " + request.isa + " cannot run on this CPU (it runs " + NativeIsa() + ")", "isa");
+    }
+    hw.cpu.isa = request.isa;
+  }
   auto tasks = Plan(request, hw);
   if (!tasks) return std::unexpected(tasks.error());
   auto hw_id = store_->hardware().Upsert(hw);
@@ -344,6 +352,12 @@ void Service::RunTask(const store::TaskRecord& task) {
   }
   HardwareProfile hw = host_;
   hw.threads = sweep->request.threads;
+  // The level the sweep was filed under (its key's second component: x86_64.avx2.amd...): a
+  // sweep created with an explicit isa resumes at that level after a restart.
+  if (const std::string level(tables::KeyIsa(sweep->hardware_key));
+      tables::IsaRank(level) >= 0 && tables::IsaRank(level) <= tables::IsaRank(NativeIsa())) {
+    hw.cpu.isa = level;
+  }
   // One bucket per task: the engine sees a request with just this bucket's shape, so its
   // planning (and a random strategy's per-bucket seed) is the same as for the whole sweep.
   tuner::SweepRequest request = sweep->request;

@@ -91,6 +91,9 @@ struct SweepRequest {
   // an earlier run of the same sweep cost nothing against it.
   double budget_seconds = 0;
   uint64_t seed = 1;
+  // ISA level the kernels run at ("avx512", "avx2", "base"); empty = the daemon's own level.
+  // At most the CPU's level; the sweep's rows are filed under that level's hardware key.
+  std::string isa;
 };
 
 }  // namespace blocktune::tuner

@@ -2,8 +2,10 @@
 // pages of sweeps and measurements, and their component schemas. A request field is one
 // change here: its schema (which is also the decoder's list of known fields and the Sweep
 // schema's prefix), one decode line and one encode line.
+#include <algorithm>
 #include <cmath>
 
+#include "blocktune/tables/resolve.h"
 #include "server/codec.h"
 #include "server/codec/internal.h"
 #include "server/codec/schema.h"
@@ -14,6 +16,9 @@ using internal::GetInt;
 using internal::GetString;
 
 namespace {
+
+// The levels a request may name (the CLI's "portable" alias is sent as "base").
+constexpr std::string_view kIsaLevels[] = {"avx512", "avx2", "base"};
 
 Json SweepRequestSchema() {
   using namespace schema;
@@ -26,7 +31,10 @@ Json SweepRequestSchema() {
        {"strategy", Ref("Strategy"), false},
        {"budget", Int("evaluations per bucket, 0 to 100000; 0 = the strategy's default"), false},
        {"budget_seconds", Num("wall-clock limit per bucket for the search in seconds; 0 = none"), false},
-       {"seed", Int("random seed (default 1)"), false}},
+       {"seed", Int("random seed (default 1)"), false},
+       {"isa", Enum(kIsaLevels, "ISA level the kernels run at, at most the CPU's own (default: the daemon's level); "
+                                "the results are filed under that level's hardware key"),
+        false}},
       "a sweep to run");
 }
 
@@ -161,6 +169,14 @@ Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limi
   if (!seed) return std::unexpected(seed.error());
   if (*seed < 0) return InvalidArgument("seed must be >= 0", "seed");
   r.seed = static_cast<uint64_t>(*seed);
+  auto isa = GetString(j, "isa", "isa", std::string());
+  if (!isa) return std::unexpected(isa.error());
+  if (!isa->empty()) {
+    if (std::ranges::find(kIsaLevels, *isa) == std::end(kIsaLevels)) {
+      return InvalidArgument("isa must be 'avx512', 'avx2' or 'base'", "isa");
+    }
+    r.isa = *isa;
+  }
   return r;
 }
 
@@ -171,14 +187,16 @@ Json EncodeSweepRequest(const tuner::SweepRequest& r) {
     for (const auto& [n, v] : s.values()) o[n] = v;
     shapes.push_back(o);
   }
-  return Json{{"kernel", r.kernel},
-              {"dtype", DTypeName(r.dtype)},
-              {"shapes", shapes},
-              {"threads", r.threads},
-              {"strategy", tuner::StrategyName(r.strategy)},
-              {"budget", r.budget},
-              {"budget_seconds", r.budget_seconds},
-              {"seed", r.seed}};
+  Json j{{"kernel", r.kernel},
+         {"dtype", DTypeName(r.dtype)},
+         {"shapes", shapes},
+         {"threads", r.threads},
+         {"strategy", tuner::StrategyName(r.strategy)},
+         {"budget", r.budget},
+         {"budget_seconds", r.budget_seconds},
+         {"seed", r.seed}};
+  if (!r.isa.empty()) j["isa"] = r.isa;
+  return j;
 }
 
 Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress, double eta_seconds) {
@@ -197,6 +215,8 @@ Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progre
     j["eta_seconds"] = eta_seconds >= 0 ? Json(eta_seconds) : Json(nullptr);
   }
   j["hardware"] = s.hardware_key;
+  // The level the sweep runs at, requested or the daemon's own: the one its key names.
+  j["isa"] = std::string(tables::KeyIsa(s.hardware_key));
   j["error"] = s.error;
   j["created_at"] = s.created_at;
   j["started_at"] = s.started_at;

@@ -49,4 +49,17 @@ if grep -q '"by_outcome":{[^}]*"ok":' "$work/out"; then
 else
   echo "e2e_isa: no config of the daemon sweep timed as stable; tuned-row checks skipped"
 fi
+# A sweep request names its own level (any the CPU runs, here above the daemon's base): its
+# workers run it and its results are filed under it. A level above the CPU's is a 4xx naming isa.
+if [[ $native != base ]]; then
+  "$bt" sweep matmul --server "$url" --token-file "$work/db/token" --isa "$native" --shape m=64,n=64,k=64 \
+    --threads 1 --strategy random --budget 2 --json >"$work/out"
+  grep -q "\"hardware\":\"[a-z0-9_]*\\.$native\\." "$work/out" || fail "a sweep with isa $native was not filed under $native"
+fi
+if [[ $native != avx512 ]]; then
+  rc=0; "$bt" sweep matmul --server "$url" --token-file "$work/db/token" --isa avx512 --shape m=64,n=64,k=64 \
+    --threads 1 --strategy random --budget 2 --json >"$work/out" 2>"$work/err" || rc=$?
+  [[ $rc == 4 ]] || fail "a sweep with isa avx512 on a $native CPU exited $rc, expected 4 (refused)"
+  grep -q '"path":"isa"' "$work/out" "$work/err" || grep -q 'isa' "$work/err" || fail "the refusal does not name isa"
+fi
 echo "e2e_isa: ok (native level $native)"

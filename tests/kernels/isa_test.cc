@@ -50,6 +50,14 @@ TEST(IsaLevel, RanksOrderTheLevels) {
   EXPECT_EQ(tables::IsaRank("sse9"), -1);
 }
 
+TEST(IsaLevel, KeyIsaReadsTheLevelAKeyNames) {
+  EXPECT_EQ(tables::KeyIsa("x86_64.avx2.amd.fam25_mod1.t2"), "avx2");
+  EXPECT_EQ(tables::KeyIsa(tables::HardwareKey(tables::DetectHostCpu(), 1)), tables::DetectHostCpu().isa);
+  EXPECT_EQ(tables::KeyIsa("x86_64"), "");
+  EXPECT_EQ(tables::KeyIsa("x86_64.avx512"), "");
+  EXPECT_EQ(tables::KeyIsa(""), "");
+}
+
 TEST(IsaLevel, EnvironmentLowersDetectionOnlyToRunnableLevels) {
   const std::string native = tables::DetectNativeCpu().isa;
   {

@@ -40,6 +40,16 @@ TEST(Codec, DecodesAFullSweepRequest) {
   EXPECT_EQ(again->shapes, r->shapes);
 }
 
+TEST(Codec, IsaIsOptional) {
+  auto none = Decode(R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}]})");
+  ASSERT_TRUE(none) << none.error().ToString();
+  EXPECT_EQ(none->isa, "");
+  EXPECT_FALSE(EncodeSweepRequest(*none).contains("isa"));  // the daemon's own level
+  auto avx2 = Decode(R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"isa":"avx2"})");
+  ASSERT_TRUE(avx2) << avx2.error().ToString();
+  EXPECT_EQ(DecodeSweepRequest(EncodeSweepRequest(*avx2), Limits{})->isa, "avx2");
+}
+
 struct BadCase {
   const char* body;
   const char* path;
@@ -67,7 +77,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"strategy":"x"})", "strategy"},
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"budget":-1})", "budget"},
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"dtype":"f64"})", "dtype"},
-                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"extra":1})", "extra"}),
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"extra":1})", "extra"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"isa":"sse9"})", "isa"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"isa":2})", "isa"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"isa":"portable"})", "isa"}),
     [](const ::testing::TestParamInfo<BadCase>& info) {
       std::string name = "path_";
       for (char c : std::string(info.param.path)) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';

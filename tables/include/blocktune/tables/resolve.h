@@ -146,6 +146,15 @@ inline std::string HardwareKey(const HostCpu& cpu, int threads) {
          "_mod" + std::to_string(cpu.model) + ".t" + std::to_string(threads);
 }
 
+// The ISA level a key names (its second component: "avx2" in x86_64.avx2.amd.fam25_mod1.t2);
+// empty if the key has fewer components.
+inline std::string_view KeyIsa(std::string_view key) {
+  const std::size_t a = key.find('.');
+  if (a == std::string_view::npos) return {};
+  const std::size_t b = key.find('.', a + 1);
+  return b == std::string_view::npos ? std::string_view{} : key.substr(a + 1, b - a - 1);
+}
+
 // The key an application on this machine should look up with when it runs `threads` threads.
 inline std::string HostHardwareKey(int threads) { return HardwareKey(DetectHostCpu(), threads); }
 
