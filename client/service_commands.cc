@@ -102,6 +102,7 @@ struct SweepArgs {
   std::string db = "var/blocktune.db";
   double min_repetition_ms = 20;
   int repetitions = 5;
+  double max_cv = tuner::TimingOptions{}.max_cv;
 };
 
 Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
@@ -139,6 +140,7 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest
   server::ServiceOptions options;
   options.sweep.timing.min_repetition_ns = a.min_repetition_ms * 1e6;
   options.sweep.timing.repetitions = a.repetitions;
+  options.sweep.timing.max_cv = a.max_cv;
   // Configs run in worker processes here too: a crashing config is a recorded outcome, not
   // the end of the CLI (--in-process for debugging).
   tuner::WorkerOptions worker_options;
@@ -494,6 +496,8 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   sweep_cmd->add_option("--db", sweep->db, "database for --local")->capture_default_str();
   sweep_cmd->add_option("--min-repetition-ms", sweep->min_repetition_ms, "--local: minimum length of one timed repetition")->capture_default_str();
   sweep_cmd->add_option("--repetitions", sweep->repetitions, "--local: timed repetitions per config")->capture_default_str();
+  sweep_cmd->add_option("--max-cv", sweep->max_cv, "--local: noise limit (robust CV) above which a config is re-timed, then unstable")
+      ->capture_default_str()->check(CLI::Range(1e-3, 1e6));
   sweep_cmd->add_option("--worker", sweep->worker, "--local: worker executable (default: blocktune-worker next to this program or in its build tree)");
   sweep_cmd->add_option("--isa", sweep->isa,
                         "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); results are "

@@ -61,21 +61,9 @@ Status CheckShape(const httplib::Request& req, const api::Route& route,
 // The route's pattern for cpp-httplib: {id} -> (\d{1,18}), other {name} -> ([A-Za-z0-9_]{1,64}),
 // the same segments api::MatchRoute accepts.
 std::string RoutePattern(const api::Route& r) {
-  std::string out;
-  std::string_view p = r.path;
-  while (!p.empty()) {
-    const size_t open = p.find('{');
-    if (open == std::string_view::npos) {
-      out += p;
-      break;
-    }
-    out += p.substr(0, open);
-    const size_t close = p.find('}', open);
-    const std::string_view name = p.substr(open + 1, close - open - 1);
-    out += name == "id" ? R"((\d{1,18}))" : R"(([A-Za-z0-9_]{1,64}))";
-    p.remove_prefix(close + 1);
-  }
-  return out;
+  return api::ExpandPath(r.path, [](std::string_view name) -> std::string_view {
+    return name == "id" ? R"((\d{1,18}))" : R"(([A-Za-z0-9_]{1,64}))";
+  });
 }
 
 }  // namespace

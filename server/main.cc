@@ -74,6 +74,11 @@ int main(int argc, char** argv) {
   app.add_option("--min-repetition-ms", min_repetition_ms, "minimum length of one timed repetition")
       ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
   app.add_option("--repetitions", repetitions, "timed repetitions per config")->capture_default_str()->check(CLI::Range(1, 1000));
+  double max_cv = tuner::TimingOptions{}.max_cv;
+  app.add_option("--max-cv", max_cv,
+                 "noise limit: a config whose repetitions spread more (robust coefficient of variation) is re-timed, "
+                 "then recorded unstable")
+      ->capture_default_str()->check(CLI::Range(1e-3, 1e6));
   bool in_process = false;
   tuner::WorkerOptions worker_options;
   int64_t worker_memory_mb = 0;
@@ -151,6 +156,7 @@ int main(int argc, char** argv) {
   if (!in_process) service_options.sweep.evaluator = &worker;
   service_options.sweep.timing.min_repetition_ns = min_repetition_ms * 1e6;
   service_options.sweep.timing.repetitions = repetitions;
+  service_options.sweep.timing.max_cv = max_cv;
   service_options.backup_dir = backup_dir;
   service_options.sweeps_per_minute = sweeps_per_minute;
   service_options.max_sweep_measurements = max_sweep_measurements;

@@ -216,19 +216,8 @@ std::string Url(Op op, std::initializer_list<std::string_view> path_args,
                 const std::vector<std::pair<std::string, std::string>>& query) {
   const Route& r = RouteOf(op);
   if (path_args.size() != r.path_params.size()) Misuse(r, "wrong number of path arguments");
-  std::string out;
-  std::string_view p = r.path;
   auto arg = path_args.begin();
-  while (!p.empty()) {
-    const size_t open = p.find('{');
-    if (open == std::string_view::npos) {
-      out += p;
-      break;
-    }
-    out += p.substr(0, open);
-    out += UrlEncode(*arg++);
-    p.remove_prefix(p.find('}', open) + 1);
-  }
+  std::string out = ExpandPath(r.path, [&](std::string_view) { return UrlEncode(*arg++); });
   char sep = '?';
   for (const auto& [name, value] : query) {
     bool declared = r.kernel_dims_in_query;

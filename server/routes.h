@@ -102,6 +102,25 @@ bool PathExists(std::string_view path);
 // Percent-encodes everything but RFC 3986 unreserved characters.
 std::string UrlEncode(std::string_view s);
 
+// `path_template` with each {name} replaced by fill(name), the literal parts copied: the one
+// walk over a template that Url (arguments) and the server (match patterns) both use.
+template <typename Fill>
+std::string ExpandPath(std::string_view path_template, Fill&& fill) {
+  std::string out;
+  while (!path_template.empty()) {
+    const size_t open = path_template.find('{');
+    if (open == std::string_view::npos) {
+      out += path_template;
+      break;
+    }
+    out += path_template.substr(0, open);
+    const size_t close = path_template.find('}', open);
+    out += fill(path_template.substr(open + 1, close - open - 1));
+    path_template.remove_prefix(close + 1);
+  }
+  return out;
+}
+
 // The URL path of `op` with its path parameters filled in order ({id} then ...), each
 // percent-encoded, followed by "?name=value&..." for `query` (pairs kept in order, values
 // percent-encoded). Aborts on a wrong number of path arguments or on a query name the route

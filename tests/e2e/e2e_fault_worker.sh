@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 export BLOCKTUNE_FAULT_INJECT="block_m=48,block_n=128:segfault;block_m=96,block_n=128:spin;block_m=144,block_n=128:abort;block_m=192,block_n=128:exit_without_result"
 timeout_s=1
 StartDaemon --worker "$build/tests/blocktune-fault-worker" --worker-timeout-s $timeout_s --worker-memory-mb 1024 \
-  --min-repetition-ms 1 --repetitions 2 --log-level error
+  --min-repetition-ms 1 --repetitions 2 --max-cv 1000 --log-level error
 
 id=$(curl -fsS -X POST "$url/v1/sweeps" -H "Authorization: Bearer $token" \
   -d '{"kernel":"matmul","shapes":[{"m":64,"n":64,"k":64}],"threads":1}' | sed -n 's/.*"id":\([0-9]*\).*/\1/p')

@@ -30,7 +30,7 @@ db=$work/db/blocktune.db
 start_daemon() {
   rm -f "$work/port"
   "$build/server/blocktuned" --port 0 --port-file "$work/port" --db "$db" \
-    --min-repetition-ms "$min_rep_ms" --repetitions 3 --log-level warn >>"$work/daemon.log" 2>&1 &
+    --min-repetition-ms "$min_rep_ms" --repetitions 3 --max-cv 1000 --log-level warn >>"$work/daemon.log" 2>&1 &
   daemon_pid=$!
 }
 wait_port() {
