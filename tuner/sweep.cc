@@ -81,6 +81,11 @@ double NoiseBand(double cv_a, double cv_b, int64_t samples, double min_band) {
   return std::max(min_band, 2.0 * 1.25 * std::sqrt(cv_a * cv_a + cv_b * cv_b) / std::sqrt(n));
 }
 
+double NoiseBand(const Measurement& a, const Measurement& b, double min_band) {
+  const auto samples = static_cast<int64_t>(std::min(a.samples_ns.size(), b.samples_ns.size()));
+  return NoiseBand(RobustCv(a.samples_ns), RobustCv(b.samples_ns), samples, min_band);
+}
+
 const Measurement* SelectWinner(const std::vector<Measurement>& measurements) {
   const Measurement* best = nullptr;
   for (const Measurement& m : measurements) {
@@ -230,29 +235,41 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     for (const Measurement* m : ranked) candidates.push_back(m->config);
     const size_t searched = candidates.size();
 
+    // Adds `c` to the decision round (measured and verified in this sweep first if the search
+    // did not get to it, so it is checked against today's kernel); its index, or none when it
+    // did not run ok.
+    auto join_round = [&](const Config& c) -> Result<std::optional<size_t>> {
+      if (const auto pos = std::find(candidates.begin(), candidates.end(), c); pos != candidates.end()) {
+        return static_cast<size_t>(pos - candidates.begin());
+      }
+      if (!measured.count(c.ToString())) {
+        Measurement fresh = base(c);
+        evaluator.Measure(eval, c, fresh);
+        ++total;
+        if (auto s = record(fresh); !s) return std::unexpected(s.error());
+      }
+      if (results[measured.at(c.ToString())].outcome != Outcome::kOk) return std::optional<size_t>();
+      candidates.push_back(c);
+      return candidates.size() - 1;
+    };
+
     auto incumbent = sink.Incumbent(std::string(spec.name()), hw.Key(), request.dtype, plan.bucket);
     if (!incumbent) return std::unexpected(incumbent.error());
     std::optional<size_t> incumbent_at;
     if (*incumbent && (*incumbent)->bucket_version == spec.bucket_version() && space.Find((*incumbent)->config)) {
-      const Config& ic = (*incumbent)->config;
-      const auto pos = std::find(candidates.begin(), candidates.end(), ic);
-      if (pos != candidates.end()) {
-        incumbent_at = static_cast<size_t>(pos - candidates.begin());
-      } else {
-        // Measured (verified) in this sweep first if the search did not get to it, so the
-        // incumbent is checked against today's kernel before it can be kept.
-        if (!measured.count(ic.ToString())) {
-          if (sink.Cancelled()) return winners;
-          Measurement fresh = base(ic);
-          evaluator.Measure(eval, ic, fresh);
-          ++total;
-          if (auto s = record(fresh); !s) return std::unexpected(s.error());
-        }
-        if (results[measured.at(ic.ToString())].outcome == Outcome::kOk) {
-          incumbent_at = candidates.size();
-          candidates.push_back(ic);
-        }
-      }
+      if (sink.Cancelled()) return winners;
+      auto at = join_round((*incumbent)->config);
+      if (!at) return std::unexpected(at.error());
+      incumbent_at = *at;
+    }
+    // The kernel's default takes part in every round: a row is published only if it beats what
+    // an application gets without the table, side by side and beyond the noise.
+    std::optional<size_t> default_at;
+    if (space.Find(spec.DefaultConfig())) {
+      if (sink.Cancelled()) return winners;
+      auto at = join_round(spec.DefaultConfig());
+      if (!at) return std::unexpected(at.error());
+      default_at = *at;
     }
 
     FinalRound round;
@@ -275,7 +292,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
         const Measurement& ch = retimed[chosen];
         const Measurement& inc = retimed[*incumbent_at];
         if (inc.outcome == Outcome::kOk && any) {
-          round.noise_band = NoiseBand(ch.cv, inc.cv, static_cast<int64_t>(ch.samples_ns.size()), options.min_noise_band);
+          round.noise_band = NoiseBand(ch, inc, options.min_noise_band);
           const double gain = 1.0 - ch.median_ns / inc.median_ns;
           char buf[160];
           if (gain > round.noise_band) {
@@ -290,6 +307,27 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
         }
       } else if (incumbent_at) {
         round.decision = "kept incumbent: fastest again";
+      }
+      // Against the default, after the incumbent: what is published must beat it beyond the
+      // noise band, or the default itself is the bucket's row (with this round as evidence).
+      if (default_at && chosen != *default_at && any && retimed[*default_at].outcome == Outcome::kOk) {
+        const Measurement& ch = retimed[chosen];
+        const Measurement& def = retimed[*default_at];
+        const double band = NoiseBand(ch, def, options.min_noise_band);
+        const double gain = 1.0 - ch.median_ns / def.median_ns;
+        char buf[200];
+        if (gain > band) {
+          std::snprintf(buf, sizeof buf, "; beats the default by %.1f%%, noise band %.1f%%", 100 * gain, 100 * band);
+          round.decision += buf;
+        } else {
+          std::snprintf(buf, sizeof buf, "kept default: best challenger %.1f%% %s than the default, inside noise band %.1f%%",
+                        100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * band);
+          round.decision = buf;
+          round.noise_band = band;
+          chosen = *default_at;
+        }
+      } else if (default_at && chosen == *default_at) {
+        round.decision += "; the default is fastest";
       }
     } else {
       round.decision = incumbent_at ? "kept incumbent: only candidate" : "new: only candidate";

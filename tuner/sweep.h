@@ -102,6 +102,11 @@ int64_t PlannedTotal(const std::vector<BucketPlan>& plans);
 // difference of two medians of `samples` repetitions with the given CVs (the standard error
 // of a median is ~1.25 CV / sqrt(n)), and at least `min_band`.
 double NoiseBand(double cv_a, double cv_b, int64_t samples, double min_band);
+// NoiseBand of two measurements of one interleaved round, from their robust CVs (RobustCv:
+// MAD-based, like the unstable verdict), since the medians are what is compared: one
+// repetition preempted for a few ms would make the plain CV, and with it the band, several
+// times wider than the spread the medians actually have.
+double NoiseBand(const Measurement& a, const Measurement& b, double min_band);
 
 // Validates the request against the kernel (dims, dtype, threads, budget) and plans every
 // bucket. Errors name the offending field ("shapes[1].k").

@@ -24,8 +24,8 @@ checks=0
 zombie_polls=0
 status=
 for _ in $(seq 1200); do
-  curl -fsS --max-time 2 "$url/healthz" | grep -q '"ok"' || { echo "healthz failed during the sweep"; exit 1; }
-  curl -fsS --max-time 2 "$url/v1/lookup?kernel=matmul&m=64&n=64&k=64&threads=1" | grep -q '"config"' ||
+  curl -fsS --max-time 10 "$url/healthz" | grep -q '"ok"' || { echo "healthz failed during the sweep"; exit 1; }
+  curl -fsS --max-time 10 "$url/v1/lookup?kernel=matmul&m=64&n=64&k=64&threads=1" | grep -q '"config"' ||
     { echo "lookup failed during the sweep"; exit 1; }
   checks=$((checks + 1))
   status=$(curl -fsS "$url/v1/sweeps/$id" | sed -n 's/.*"status":"\([a-z]*\)".*/\1/p')

@@ -88,7 +88,8 @@ class OracleEvaluator : public Evaluator {
     auto it = override_ns.find(c.ToString());
     m.outcome = Outcome::kOk;
     m.median_ns = it != override_ns.end() ? it->second : GridCost(c);
-    m.samples_ns = {m.median_ns, m.median_ns, m.median_ns};
+    // Spread so that the robust CV the decision round reads is 1.4826 x cv (MAD = cv x median).
+    m.samples_ns = {m.median_ns * (1 - cv), m.median_ns, m.median_ns * (1 + cv)};
     m.cv = cv;
   }
 
@@ -442,11 +443,45 @@ TEST(RunSweep, DecisionRoundRetimesTheBestFewInterleaved) {
   auto winners = RunGridSweep(r, sink, retimer);
   ASSERT_TRUE(winners);
   ASSERT_EQ(sink.rounds.size(), 1u);
-  EXPECT_EQ(sink.rounds[0].candidates.size(), 4u);
+  // The best four of the search, then the kernel's default, which joins every round.
+  ASSERT_EQ(sink.rounds[0].candidates.size(), 5u);
   EXPECT_EQ(sink.rounds[0].candidates[0].config.ToString(), lucky);
+  EXPECT_EQ(sink.rounds[0].candidates[4].config, GridSpec().DefaultConfig());
   EXPECT_EQ((*winners)[0].config, NamedInts({{"x", 6}, {"y", 4}, {"z", 64}}));
   EXPECT_EQ((*winners)[0].median_ns, GridCost((*winners)[0].config));
-  EXPECT_EQ(sink.rounds[0].decision, "new");
+  EXPECT_EQ(sink.rounds[0].decision.rfind("new; beats the default by ", 0), 0u) << sink.rounds[0].decision;
+}
+
+TEST(RunSweep, ANoisyChallengerLosesToTheDefault) {
+  SweepRequest r = GridRequest(Strategy::kExhaustive, 0);
+  r.shapes.resize(1);
+  const Config best = NamedInts({{"x", 6}, {"y", 4}, {"z", 64}});
+  const Config def = GridSpec().DefaultConfig();
+  // The default measures 5% slower than the best config. With samples spread by 10% that is
+  // inside the noise band, so the default is the bucket's row; with 0.1% it is a real gain.
+  for (double cv : {0.1, 0.001}) {
+    MemorySink sink;
+    OracleEvaluator eval;
+    eval.cv = cv;
+    eval.override_ns[def.ToString()] = GridCost(best) * 1.05;
+    auto winners = RunGridSweep(r, sink, eval);
+    ASSERT_TRUE(winners) << winners.error().ToString();
+    ASSERT_EQ(winners->size(), 1u);
+    ASSERT_EQ(sink.rounds.size(), 1u);
+    const FinalRound& round = sink.rounds[0];
+    EXPECT_NE(std::find_if(round.candidates.begin(), round.candidates.end(),
+                           [&](const Measurement& m) { return m.config == def; }),
+              round.candidates.end());
+    if (cv > 0.01) {
+      EXPECT_EQ((*winners)[0].config, def);
+      EXPECT_EQ(round.chosen, def);
+      EXPECT_EQ(round.decision.rfind("kept default: best challenger 4.8% faster", 0), 0u) << round.decision;
+      EXPECT_GT(round.noise_band, 0.05);
+    } else {
+      EXPECT_EQ((*winners)[0].config, best);
+      EXPECT_NE(round.decision.find("beats the default by 4.8%"), std::string::npos) << round.decision;
+    }
+  }
 }
 
 TEST(RunSweep, IncumbentIsKeptInsideTheNoiseBandAndReplacedBeyondIt) {
