@@ -1,7 +1,9 @@
 // The fused cross-entropy driver: validation, ISA dispatch, packing, the blocked forward
 // (per thread: vocabulary blocks x row blocks, online logsumexp) and backward (vocabulary
-// blocks x row blocks, logits recomputed from the saved lse), around the matmul micro-kernels of
-// kernels/matmul/micro_kernel.h and the vectorised row passes (exp, max, sum) below.
+// blocks x row blocks, logits recomputed from the saved lse), around the per-ISA inner loops:
+// one Ops table (fused_cross_entropy_ops.h) per ISA, chosen once, holding the matmul
+// micro-kernels of kernels/matmul/micro_kernel.h and the vectorised row passes (exp, max, sum)
+// of fused_cross_entropy_<isa>.cc.
 //
 // Forward, per thread (a range of rows, or a slice of the vocabulary for all rows when there
 // are fewer than block_b rows per thread): for each block_v columns, pack w[:, cols] once
@@ -35,23 +37,13 @@
 #include "kernels/core/parallel.h"
 #include "kernels/core/scratch.h"
 #include "kernels/core/vec_math.h"
+#include "kernels/fused_cross_entropy/fused_cross_entropy_ops.h"
 #include "kernels/matmul/matmul.h"
-#include "kernels/matmul/micro_kernel.h"
-
-#if defined(__x86_64__)
-#include "kernels/core/simd.h"  // <immintrin.h>
-#define BLOCKTUNE_FCE_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
-#define BLOCKTUNE_FCE_AVX2 __attribute__((target("avx2,fma")))
-// GCC 12 reports the AVX-512 intrinsics' internal _mm512_undefined operands (max/min/roundscale
-// inside vec::Exp) as "maybe uninitialized" once inlined; they are fully overwritten.
-#if defined(__GNUC__) && !defined(__clang__)  // GCC-only warning names
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#endif
 
 namespace blocktune::kernels {
 namespace {
 
+using fused_cross_entropy_internal::Ops;
 using matmul_internal::MicroKernelSet;
 
 // Depth of the dx (over vocabulary) and dw (over rows) GEMM chunks: a B micro-panel of
@@ -70,142 +62,13 @@ int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
 // nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
 // compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
-const MicroKernelSet* SetForIsa(std::string_view isa) {
+const Ops* OpsForIsa(std::string_view isa) {
 #if defined(__x86_64__)
-  if (isa == "avx512") return &matmul_internal::Avx512Kernels();
-  if (isa == "avx2") return &matmul_internal::Avx2Kernels();
+  if (isa == "avx512") return &fused_cross_entropy_internal::Avx512Ops();
+  if (isa == "avx2") return &fused_cross_entropy_internal::Avx2Ops();
 #endif
-  if (isa == "base" || isa == "portable") return &matmul_internal::PortableKernels();
+  if (isa == "base" || isa == "portable") return &fused_cross_entropy_internal::PortableOps();
   return nullptr;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Row passes over a logits tile (rows x cols valid, leading dimension ld).
-
-// Online logsumexp update: m = max(m, tile row max); s = s * exp(m_old - m) + sum exp(l - m).
-using TileStatsFn = void (*)(const float* tile, int64_t ld, int rows, int64_t cols, float* m_run, float* s_run);
-// dlogits = scale * exp(l - lse) in place (the one-hot term is subtracted by the caller).
-using TileDlogitsFn = void (*)(float* tile, int64_t ld, int rows, int64_t cols, const float* lse,
-                               const float* scale);
-
-struct RowOps {
-  TileStatsFn stats;
-  TileDlogitsFn dlogits;
-};
-
-void TileStatsPortable(const float* tile, int64_t ld, int rows, int64_t cols, float* m_run, float* s_run) {
-  for (int r = 0; r < rows; ++r) {
-    const float* row = tile + r * ld;
-    float mx = kNegInf;
-    for (int64_t j = 0; j < cols; ++j) mx = std::max(mx, row[j]);
-    const float m_new = std::max(m_run[r], mx);
-    float s = s_run[r] * vec::ExpScalar(m_run[r] - m_new);
-    for (int64_t j = 0; j < cols; ++j) s += vec::ExpScalar(row[j] - m_new);
-    m_run[r] = m_new;
-    s_run[r] = s;
-  }
-}
-
-void TileDlogitsPortable(float* tile, int64_t ld, int rows, int64_t cols, const float* lse, const float* scale) {
-  for (int r = 0; r < rows; ++r) {
-    float* row = tile + r * ld;
-    for (int64_t j = 0; j < cols; ++j) row[j] = scale[r] * vec::ExpScalar(row[j] - lse[r]);
-  }
-}
-
-#if defined(__x86_64__)
-
-BLOCKTUNE_FCE_AVX512 void TileStatsAvx512(const float* tile, int64_t ld, int rows, int64_t cols, float* m_run,
-                                          float* s_run) {
-  const int64_t full = cols / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (cols - full)) - 1);
-  for (int r = 0; r < rows; ++r) {
-    const float* row = tile + r * ld;
-    __m512 mx = _mm512_set1_ps(kNegInf);
-    for (int64_t j = 0; j < full; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(row + j));
-    if (tail != 0) mx = _mm512_mask_max_ps(mx, tail, mx, _mm512_maskz_loadu_ps(tail, row + full));
-    const float m_new = std::max(m_run[r], vec::ReduceMax(mx));
-    const __m512 mv = _mm512_set1_ps(m_new);
-    // Two accumulators: the exp polynomial is a long chain, two rows of it keep both FMA ports busy.
-    __m512 acc0 = _mm512_setzero_ps();
-    __m512 acc1 = _mm512_setzero_ps();
-    int64_t j = 0;
-    for (; j + 32 <= full; j += 32) {
-      acc0 = _mm512_add_ps(acc0, vec::Exp(_mm512_sub_ps(_mm512_loadu_ps(row + j), mv)));
-      acc1 = _mm512_add_ps(acc1, vec::Exp(_mm512_sub_ps(_mm512_loadu_ps(row + j + 16), mv)));
-    }
-    for (; j < full; j += 16) acc0 = _mm512_add_ps(acc0, vec::Exp(_mm512_sub_ps(_mm512_loadu_ps(row + j), mv)));
-    if (tail != 0) {
-      acc1 = _mm512_mask_add_ps(acc1, tail, acc1, vec::Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + full), mv)));
-    }
-    s_run[r] = s_run[r] * vec::ExpScalar(m_run[r] - m_new) + vec::ReduceAdd(_mm512_add_ps(acc0, acc1));
-    m_run[r] = m_new;
-  }
-}
-
-BLOCKTUNE_FCE_AVX512 void TileDlogitsAvx512(float* tile, int64_t ld, int rows, int64_t cols, const float* lse,
-                                            const float* scale) {
-  const int64_t full = cols / 16 * 16;
-  const __mmask16 tail = static_cast<__mmask16>((1u << (cols - full)) - 1);
-  for (int r = 0; r < rows; ++r) {
-    float* row = tile + r * ld;
-    const __m512 l = _mm512_set1_ps(lse[r]);
-    const __m512 sc = _mm512_set1_ps(scale[r]);
-    for (int64_t j = 0; j < full; j += 16) {
-      _mm512_storeu_ps(row + j, _mm512_mul_ps(sc, vec::Exp(_mm512_sub_ps(_mm512_loadu_ps(row + j), l))));
-    }
-    if (tail != 0) {
-      const __m512 e = vec::Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + full), l));
-      _mm512_mask_storeu_ps(row + full, tail, _mm512_mul_ps(sc, e));
-    }
-  }
-}
-
-BLOCKTUNE_FCE_AVX2 void TileStatsAvx2(const float* tile, int64_t ld, int rows, int64_t cols, float* m_run,
-                                      float* s_run) {
-  const int64_t full = cols / 8 * 8;
-  for (int r = 0; r < rows; ++r) {
-    const float* row = tile + r * ld;
-    __m256 mx = _mm256_set1_ps(kNegInf);
-    for (int64_t j = 0; j < full; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(row + j));
-    float m_tile = vec::ReduceMax(mx);
-    for (int64_t j = full; j < cols; ++j) m_tile = std::max(m_tile, row[j]);
-    const float m_new = std::max(m_run[r], m_tile);
-    const __m256 mv = _mm256_set1_ps(m_new);
-    __m256 acc = _mm256_setzero_ps();
-    for (int64_t j = 0; j < full; j += 8) acc = _mm256_add_ps(acc, vec::Exp(_mm256_sub_ps(_mm256_loadu_ps(row + j), mv)));
-    float s = vec::ReduceAdd(acc);
-    for (int64_t j = full; j < cols; ++j) s += vec::ExpScalar(row[j] - m_new);
-    s_run[r] = s_run[r] * vec::ExpScalar(m_run[r] - m_new) + s;
-    m_run[r] = m_new;
-  }
-}
-
-BLOCKTUNE_FCE_AVX2 void TileDlogitsAvx2(float* tile, int64_t ld, int rows, int64_t cols, const float* lse,
-                                        const float* scale) {
-  const int64_t full = cols / 8 * 8;
-  for (int r = 0; r < rows; ++r) {
-    float* row = tile + r * ld;
-    const __m256 l = _mm256_set1_ps(lse[r]);
-    const __m256 sc = _mm256_set1_ps(scale[r]);
-    for (int64_t j = 0; j < full; j += 8) {
-      _mm256_storeu_ps(row + j, _mm256_mul_ps(sc, vec::Exp(_mm256_sub_ps(_mm256_loadu_ps(row + j), l))));
-    }
-    for (int64_t j = full; j < cols; ++j) row[j] = scale[r] * vec::ExpScalar(row[j] - lse[r]);
-  }
-}
-
-#endif  // __x86_64__
-
-const RowOps& RowOpsFor(std::string_view kernel_set_name) {
-  static const RowOps kPortable{&TileStatsPortable, &TileDlogitsPortable};
-#if defined(__x86_64__)
-  static const RowOps kAvx512{&TileStatsAvx512, &TileDlogitsAvx512};
-  static const RowOps kAvx2{&TileStatsAvx2, &TileDlogitsAvx2};
-  if (kernel_set_name == "avx512") return kAvx512;
-  if (kernel_set_name == "avx2") return kAvx2;
-#endif
-  return kPortable;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -411,9 +274,9 @@ Status CheckCall(const FusedCrossEntropyShape& shape, const FusedCrossEntropyInp
 }
 
 template <typename T>
-void ForwardT(const MicroKernelSet& ks, const RowOps& ops, const FusedCrossEntropyBlockSizes& bs,
-              const FusedCrossEntropyShape& shape, const FusedCrossEntropyInputs& in, float* loss, float* lse,
-              int threads) {
+void ForwardT(const Ops& ops, const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
+              const FusedCrossEntropyInputs& in, float* loss, float* lse, int threads) {
+  const MicroKernelSet& ks = *ops.ks;
   const T* x = static_cast<const T*>(in.x);
   const T* w = static_cast<const T*>(in.w);
   const int32_t* labels = in.labels;
@@ -490,9 +353,10 @@ void ForwardT(const MicroKernelSet& ks, const RowOps& ops, const FusedCrossEntro
 }
 
 template <typename T>
-void BackwardT(const MicroKernelSet& ks, const RowOps& ops, const FusedCrossEntropyBlockSizes& bs,
-               const FusedCrossEntropyShape& shape, const FusedCrossEntropyInputs& in, const float* lse,
-               const float* dloss, float* dx, float* dw, int threads) {
+void BackwardT(const Ops& ops, const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
+               const FusedCrossEntropyInputs& in, const float* lse, const float* dloss, float* dx, float* dw,
+               int threads) {
+  const MicroKernelSet& ks = *ops.ks;
   const T* x = static_cast<const T*>(in.x);
   const T* w = static_cast<const T*>(in.w);
   const int32_t* labels = in.labels;
@@ -589,55 +453,53 @@ void BackwardT(const MicroKernelSet& ks, const RowOps& ops, const FusedCrossEntr
   }
 }
 
-Status RunForward(const MicroKernelSet& ks, const HardwareProfile& hw, const FusedCrossEntropyBlockSizes& bs,
+Status RunForward(const Ops& ops, const HardwareProfile& hw, const FusedCrossEntropyBlockSizes& bs,
                   const FusedCrossEntropyShape& shape, const FusedCrossEntropyInputs& in, float* loss, float* lse,
                   int threads) {
   if (auto s = Validate(bs, shape, hw); !s) return s;
   if (auto s = CheckCall(shape, in, threads); !s) return s;
   if (shape.b == 0) return {};
-  const RowOps& ops = RowOpsFor(ks.name);
   if (in.dtype == DType::kF32) {
-    ForwardT<float>(ks, ops, bs, shape, in, loss, lse, threads);
+    ForwardT<float>(ops, bs, shape, in, loss, lse, threads);
   } else {
-    ForwardT<uint16_t>(ks, ops, bs, shape, in, loss, lse, threads);
+    ForwardT<uint16_t>(ops, bs, shape, in, loss, lse, threads);
   }
   return {};
 }
 
-Status RunBackward(const MicroKernelSet& ks, const HardwareProfile& hw, const FusedCrossEntropyBlockSizes& bs,
+Status RunBackward(const Ops& ops, const HardwareProfile& hw, const FusedCrossEntropyBlockSizes& bs,
                    const FusedCrossEntropyShape& shape, const FusedCrossEntropyInputs& in, const float* lse,
                    const float* dloss, float* dx, float* dw, int threads) {
   if (auto s = Validate(bs, shape, hw); !s) return s;
   if (auto s = CheckCall(shape, in, threads); !s) return s;
-  const RowOps& ops = RowOpsFor(ks.name);
   if (in.dtype == DType::kF32) {
-    BackwardT<float>(ks, ops, bs, shape, in, lse, dloss, dx, dw, threads);
+    BackwardT<float>(ops, bs, shape, in, lse, dloss, dx, dw, threads);
   } else {
-    BackwardT<uint16_t>(ks, ops, bs, shape, in, lse, dloss, dx, dw, threads);
+    BackwardT<uint16_t>(ops, bs, shape, in, lse, dloss, dx, dw, threads);
   }
   return {};
 }
 
-const MicroKernelSet& HostSet() {
-  static const MicroKernelSet* kSet = [] {
-    const MicroKernelSet* s = SetForIsa(HostHardware().cpu.isa);
-    return s != nullptr ? s : &matmul_internal::PortableKernels();
+const Ops& HostOps() {
+  static const Ops* kOps = [] {
+    const Ops* o = OpsForIsa(HostHardware().cpu.isa);
+    return o != nullptr ? o : &fused_cross_entropy_internal::PortableOps();
   }();
-  return *kSet;
+  return *kOps;
 }
 
-Result<std::pair<const MicroKernelSet*, HardwareProfile>> ForcedIsa(std::string_view isa) {
-  const MicroKernelSet* s = SetForIsa(isa);
-  if (s == nullptr && isa != "avx512" && isa != "avx2") {
+Result<std::pair<const Ops*, HardwareProfile>> ForcedIsa(std::string_view isa) {
+  const Ops* o = OpsForIsa(isa);
+  if (o == nullptr && isa != "avx512" && isa != "avx2") {
     return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
   }
-  if (s == nullptr || !HostCanRun(isa)) {
+  if (o == nullptr || !HostCanRun(isa)) {
     return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
                      "isa");
   }
   HardwareProfile hw = HostHardware();
   hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
-  return std::make_pair(s, hw);
+  return std::make_pair(o, hw);
 }
 
 }  // namespace
@@ -702,7 +564,7 @@ Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropySh
 
 int64_t FusedCrossEntropyScratchBytes(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
                                       bool backward, int threads) {
-  const MicroKernelSet& ks = HostSet();
+  const MicroKernelSet& ks = *HostOps().ks;
   const Blocking k = MakeBlocking(bs, shape, ks.tile_rows, ks.tile_cols);
   const int64_t fwd = ForwardScratchFloats(k, shape) * 4 * threads + 12 * shape.b * threads;
   if (!backward) return fwd;
@@ -714,13 +576,13 @@ int64_t FusedCrossEntropyScratchBytes(const FusedCrossEntropyBlockSizes& bs, con
 
 Status FusedCrossEntropyForward(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
                                 const FusedCrossEntropyInputs& in, float* loss, float* lse, int threads) {
-  return RunForward(HostSet(), HostHardware(), bs, shape, in, loss, lse, threads);
+  return RunForward(HostOps(), HostHardware(), bs, shape, in, loss, lse, threads);
 }
 
 Status FusedCrossEntropyBackward(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
                                  const FusedCrossEntropyInputs& in, const float* lse, const float* dloss,
                                  float* dx, float* dw, int threads) {
-  return RunBackward(HostSet(), HostHardware(), bs, shape, in, lse, dloss, dx, dw, threads);
+  return RunBackward(HostOps(), HostHardware(), bs, shape, in, lse, dloss, dx, dw, threads);
 }
 
 Status FusedCrossEntropyForwardWithIsa(std::string_view isa, const FusedCrossEntropyBlockSizes& bs,
