@@ -74,7 +74,7 @@ void PrintHuman(const Json& j, int indent = 0);
 // A successful reply: the server's JSON verbatim with --json, PrintHuman otherwise; returns 0.
 int PrintReply(const Common& c, const HttpReply& reply);
 
-// Registers sweep, sweeps, lookup, kernels, hardware, tuned, override, tables download, backup,
+// Registers sweep, sweeps, lookup, kernels, hardware, tuned, misses, override, tables download, backup,
 // health and metrics. Returns the exit code of the command that parsed, or -1 if none did.
 std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI::App* tables_cmd);
 

@@ -1,5 +1,5 @@
 // blocktune: the command-line client. The service commands (sweep, sweeps, lookup, kernels,
-// hardware, tuned, override, tables download, backup, health, metrics) are in
+// hardware, tuned, misses, override, tables download, backup, health, metrics) are in
 // service_commands.cc and talk to blocktuned over HTTP (`sweep --local` runs the service
 // in-process); `tables generate` and `bench` here work locally on the libraries.
 //

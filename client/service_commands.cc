@@ -1,12 +1,14 @@
 // The blocktune subcommands that talk to blocktuned (and `sweep --local`, which runs the same
-// service in-process on the embedded database): sweep, sweeps, lookup, kernels, hardware,
-// tuned, override, tables download, backup, health, metrics. Requests are built and answers
+// service in-process on the embedded database): sweep (also --from-misses), sweeps, lookup,
+// kernels, hardware, tuned, misses, override, tables download, backup, health, metrics. Requests are built and answers
 // read through server/codec, so the CLI spells no JSON key.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -103,6 +105,8 @@ struct SweepArgs {
   double min_repetition_ms = 20;
   int repetitions = 5;
   double max_cv = tuner::TimingOptions{}.max_cv;
+  bool from_misses = false;
+  int64_t top = 10;
 };
 
 Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
@@ -175,7 +179,11 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest
   }
 }
 
+int RunSweepFromMisses(const Common& c, const SweepArgs& a);
+
 int RunSweep(const Common& c, const SweepArgs& a) {
+  if (a.from_misses) return RunSweepFromMisses(c, a);
+  if (a.kernel.empty() || a.shapes.empty()) return Fail(kExitUsage, "sweep needs KERNEL and --shape (or --from-misses)");
   auto request = BuildSweep(a);
   if (!request) return Fail(kExitUsage, request.error().ToString());
   if (a.local) {
@@ -202,6 +210,168 @@ int RunSweep(const Common& c, const SweepArgs& a) {
     return 0;
   }
   return WaitRemote(c, id, a.poll_seconds);
+}
+
+// Every stored miss matching the filter, page by page, until `want` of them pass `keep`.
+std::expected<std::vector<server::MissView>, int> FetchMisses(const Common& c, const std::string& kernel,
+                                                              const std::string& hardware, int64_t want,
+                                                              const std::function<bool(const server::MissView&)>& keep) {
+  std::vector<server::MissView> out;
+  int64_t offset = 0;
+  while (static_cast<int64_t>(out.size()) < want) {
+    std::vector<std::pair<std::string, std::string>> query = {{"offset", std::to_string(offset)},
+                                                              {"limit", std::to_string(std::min<int64_t>(want, 1000))}};
+    if (!kernel.empty()) query.emplace_back("kernel", kernel);
+    if (!hardware.empty()) query.emplace_back("hardware", hardware);
+    auto got = Call(c, To(Op::kListMisses, {}, query));
+    if (!got) return std::unexpected(got.error());
+    int64_t next = 0;
+    auto page = wire::DecodeMissList(got->body, &next);
+    if (!page) return std::unexpected(Fail(kExitServerError, "malformed misses: " + page.error().ToString()));
+    for (auto& m : *page) {
+      if (static_cast<int64_t>(out.size()) < want && keep(m)) out.push_back(std::move(m));
+    }
+    if (next == 0) break;
+    offset = next;
+  }
+  return out;
+}
+
+struct MissesArgs {
+  std::string kernel;
+  std::string hardware;
+  int64_t top = 20;
+};
+
+int RunMisses(const Common& c, const MissesArgs& a) {
+  if (c.json) {
+    // One page of the server's document, as received.
+    std::vector<std::pair<std::string, std::string>> query = {{"limit", std::to_string(a.top)}};
+    if (!a.kernel.empty()) query.emplace_back("kernel", a.kernel);
+    if (!a.hardware.empty()) query.emplace_back("hardware", a.hardware);
+    auto got = Call(c, To(Op::kListMisses, {}, query));
+    if (!got) return got.error();
+    std::printf("%s\n", got->text.c_str());
+    return 0;
+  }
+  auto rows = FetchMisses(c, a.kernel, a.hardware, a.top, [](const server::MissView&) { return true; });
+  if (!rows) return rows.error();
+  std::printf("%8s %8s %8s %8s  %-22s %-5s %-36s %-22s %-16s %s\n", "count", "fallback", "nearest", "default", "kernel",
+              "dtype", "hardware", "bucket", "now", "last seen");
+  for (const auto& v : *rows) {
+    const store::MissCount& m = v.miss.counts;
+    std::printf("%8lld %8lld %8lld %8lld  %-22s %-5s %-36s %-22s %-16s %s\n", static_cast<long long>(m.count()),
+                static_cast<long long>(m.fallback), static_cast<long long>(m.nearest),
+                static_cast<long long>(m.defaulted), m.kernel.c_str(), std::string(DTypeName(m.dtype)).c_str(),
+                m.hardware_key.c_str(), m.bucket.c_str(), std::string(tables::SourceName(v.current)).c_str(),
+                m.last_seen_at.c_str());
+  }
+  if (rows->empty()) std::printf("no lookup misses stored\n");
+  return 0;
+}
+
+// `sweep --from-misses --top N`: the N most missed buckets of this daemon's host (any thread
+// count) that a lookup still does not answer as tuned or override, swept in one sweep per
+// (kernel, dtype, threads) with the other sweep options.
+int RunSweepFromMisses(const Common& c, const SweepArgs& a) {
+  if (a.local) return Fail(kExitUsage, "--from-misses needs the daemon (its lookups are what is counted); drop --local");
+  if (!a.shapes.empty()) return Fail(kExitUsage, "--from-misses takes its shapes from the misses; drop --shape");
+  auto host = Call(c, To(Op::kGetHostHardware, {}, {{"threads", "1"}}));
+  if (!host) return host.error();
+  std::string key = host->body.value("key", std::string());
+  // The host's key without its thread count, at the requested ISA level if one was given:
+  // x86_64.avx2.amd.fam25_mod1.t1 -> x86_64.avx2.amd.fam25_mod1.
+  const size_t last = key.rfind('.');
+  if (key.empty() || last == std::string::npos) return Fail(kExitServerError, "the server sent no hardware key");
+  std::string prefix = key.substr(0, last);
+  const std::string isa = a.isa == "portable" ? "base" : a.isa;
+  if (!isa.empty()) {
+    const size_t first = prefix.find('.');
+    const size_t second = prefix.find('.', first + 1);
+    if (first == std::string::npos || second == std::string::npos) return Fail(kExitServerError, "unexpected hardware key " + key);
+    prefix = prefix.substr(0, first + 1) + isa + prefix.substr(second);
+  }
+  auto threads_of = [&](const std::string& k) -> int {
+    // prefix + ".t<N>" and nothing else: a key for this machine at N threads.
+    if (k.size() <= prefix.size() + 2 || k.compare(0, prefix.size(), prefix) != 0 || k[prefix.size()] != '.' ||
+        k[prefix.size() + 1] != 't') {
+      return 0;
+    }
+    int t = 0;
+    for (size_t i = prefix.size() + 2; i < k.size(); ++i) {
+      if (k[i] < '0' || k[i] > '9' || t > 256) return 0;
+      t = t * 10 + (k[i] - '0');
+    }
+    return t >= 1 && t <= 256 ? t : 0;
+  };
+  auto misses = FetchMisses(c, a.kernel, prefix, a.top, [&](const server::MissView& v) {
+    return threads_of(v.miss.counts.hardware_key) > 0 && v.current != tables::Source::kTuned &&
+           v.current != tables::Source::kOverride && FindKernel(v.miss.counts.kernel) != nullptr;
+  });
+  if (!misses) return misses.error();
+  if (misses->empty()) {
+    if (c.json) {
+      std::printf("%s\n", Json{{"sweeps", Json::array()}}.dump().c_str());
+    } else {
+      std::printf("no missed buckets to sweep for %s\n", prefix.c_str());
+    }
+    return 0;
+  }
+  // One sweep per (kernel, dtype, threads), at most 256 shapes each (the API's limit), in the
+  // order the groups first appear among the most missed.
+  struct Group {
+    std::string kernel;
+    DType dtype;
+    int threads;
+    std::vector<NamedInts> shapes;
+  };
+  std::vector<Group> groups;
+  for (const auto& v : *misses) {
+    const store::MissCount& m = v.miss.counts;
+    const int t = threads_of(m.hardware_key);
+    Group* g = nullptr;
+    for (auto& x : groups) {
+      if (x.kernel == m.kernel && x.dtype == m.dtype && x.threads == t && x.shapes.size() < 256) g = &x;
+    }
+    if (g == nullptr) g = &groups.emplace_back(Group{m.kernel, m.dtype, t, {}});
+    g->shapes.push_back(m.dims);
+  }
+  std::vector<int64_t> ids;
+  Json created = Json::array();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    const Group& g = groups[i];
+    SweepArgs one = a;
+    one.kernel = g.kernel;
+    one.dtype = std::string(DTypeName(g.dtype));
+    one.threads = g.threads;
+    one.shapes.clear();
+    for (const auto& s : g.shapes) one.shapes.push_back(s.ToString());
+    auto request = BuildSweep(one);
+    if (!request) return Fail(kExitUsage, request.error().ToString());
+    CallOptions o;
+    o.body = wire::Dump(wire::EncodeSweepRequest(*request));
+    if (!a.idempotency_key.empty()) o.idempotency_key = a.idempotency_key + "-" + std::to_string(i + 1);
+    auto got = Call(c, To(Op::kCreateSweep), o);
+    if (!got) return got.error();
+    const int64_t id = got->body.value("id", int64_t{0});
+    ids.push_back(id);
+    created.push_back(Json{{"id", id}, {"kernel", g.kernel}, {"dtype", one.dtype}, {"threads", g.threads},
+                           {"buckets", g.shapes.size()}});
+    if (!c.json) {
+      std::printf("sweep %lld queued: %s %s threads=%d, %zu missed bucket(s)\n", static_cast<long long>(id),
+                  g.kernel.c_str(), one.dtype.c_str(), g.threads, g.shapes.size());
+    }
+  }
+  if (a.no_wait) {
+    if (c.json) std::printf("%s\n", Json{{"sweeps", created}}.dump().c_str());
+    return 0;
+  }
+  int rc = 0;
+  for (int64_t id : ids) {
+    const int r = WaitRemote(c, id, a.poll_seconds);
+    if (r != 0 && rc == 0) rc = r;
+  }
+  return rc;
 }
 
 void PrintSweepTable(const std::vector<wire::SweepStatusView>& rows) {
@@ -478,8 +648,8 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   auto sweep = std::make_shared<SweepArgs>();
   auto* sweep_cmd = app.add_subcommand("sweep", "run a sweep (on blocktuned, or --local) and wait, with a progress bar and ETA");
   AddCommon(sweep_cmd, common, true);
-  sweep_cmd->add_option("kernel", sweep->kernel, "kernel name, e.g. matmul")->required();
-  sweep_cmd->add_option("--shape", sweep->shapes, "problem dims, e.g. m=1024,n=1024,k=1024 (repeatable)")->required();
+  sweep_cmd->add_option("kernel", sweep->kernel, "kernel name, e.g. matmul (with --from-misses: only this kernel)");
+  sweep_cmd->add_option("--shape", sweep->shapes, "problem dims, e.g. m=1024,n=1024,k=1024 (repeatable; required unless --from-misses)");
   sweep_cmd->add_option("--dtype", sweep->dtype, "element type")->capture_default_str();
   sweep_cmd->add_option("--threads", sweep->threads, "threads the kernel runs with")->capture_default_str()->check(CLI::Range(1, 256));
   sweep_cmd->add_option("--strategy", sweep->strategy, "exhaustive, random, anneal, surrogate or transfer (docs/tuning.md)")
@@ -503,6 +673,10 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
                         "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); results are "
                         "filed under that level's hardware key")
       ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
+  sweep_cmd->add_flag("--from-misses", sweep->from_misses,
+                      "sweep the most missed buckets of the daemon's host instead of --shape (GET /v1/misses, skipping "
+                      "buckets now tuned or pinned): one sweep per kernel, dtype and thread count");
+  sweep_cmd->add_option("--top", sweep->top, "with --from-misses: this many buckets")->capture_default_str()->check(CLI::Range(1, 10000));
   sweep_cmd->add_flag("--in-process", sweep->in_process, "--local: run configs in this process (debugging only: a crashing config ends the sweep)");
 
   auto sweeps = std::make_shared<SweepsArgs>();
@@ -558,6 +732,15 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   tuned_cmd->add_option("--kernel", (*tuned)[0], "only this kernel");
   tuned_cmd->add_option("--hardware", (*tuned)[1], "only keys under this prefix");
   tuned_cmd->add_option("--dtype", (*tuned)[2], "only this dtype");
+
+  auto misses = std::make_shared<MissesArgs>();
+  auto* misses_cmd = app.add_subcommand(
+      "misses", "buckets lookups asked for that no row tuned for their hardware key answered, most asked first");
+  AddCommon(misses_cmd, common, true);
+  misses_cmd->add_option("--kernel", misses->kernel, "only this kernel");
+  misses_cmd->add_option("--hardware", misses->hardware, "only keys equal to this or under it");
+  misses_cmd->add_option("--top", misses->top, "this many, most missed first")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
 
   auto ov = std::make_shared<OverrideArgs>();
   auto* override_cmd = app.add_subcommand("override", "pin a config (served as source override), list or delete pins");
@@ -620,6 +803,7 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
                                    : To(Op::kListHardware));
     }
     if (tuned_cmd->parsed()) return RunTuned(common, (*tuned)[0], (*tuned)[1], (*tuned)[2]);
+    if (misses_cmd->parsed()) return RunMisses(common, *misses);
     if (set_cmd->parsed()) return RunOverrideSet(common, *ov);
     if (olist_cmd->parsed()) return RunOverrideList(common);
     if (odel_cmd->parsed()) {

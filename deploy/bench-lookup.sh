@@ -3,12 +3,16 @@
 # options (server/bench/bare_server.cc), side by side with wrk on loopback: 16 connections,
 # rounds alternating bare/blocktuned so machine drift hits both; then again while a sweep is
 # writing measurements into blocktuned's database. Prints req/s and p99 per round and the
-# ratio of medians.
-# Usage: deploy/bench-lookup.sh [BUILD_DIR] [SECONDS_PER_ROUND] [ROUNDS]
+# ratio of medians. KIND `miss` asks for a hardware key nothing is tuned for, so every lookup is
+# answered with the default and counted as a miss (GET /v1/misses); `hit` (the default) asks for
+# this host's key, a tuned row where the checked-in table has one for this CPU.
+# Usage: deploy/bench-lookup.sh [BUILD_DIR] [SECONDS_PER_ROUND] [ROUNDS] [hit|miss]
 set -euo pipefail
 build=${1:-build}
 secs=${2:-10}
 rounds=${3:-3}
+kind=${4:-hit}
+[[ $kind == hit || $kind == miss ]] || { echo "KIND must be hit or miss"; exit 2; }
 command -v wrk >/dev/null || { echo "wrk not installed (deploy/install-deps.sh)"; exit 1; }
 work=$(mktemp -d)
 pids=()
@@ -28,6 +32,7 @@ for _ in $(seq 200); do [[ -s $work/ours.port && -s $work/bare.port ]] && break;
 ours="http://127.0.0.1:$(cat "$work/ours.port")"
 bare="http://127.0.0.1:$(cat "$work/bare.port")"
 query="/v1/lookup?kernel=matmul&m=1000&n=1000&k=1000&threads=1"
+if [[ $kind == miss ]]; then query+="&hardware=zz.untuned.t1"; fi
 curl -fsS "$ours$query" >/dev/null
 curl -fsS "$bare$query" >/dev/null
 

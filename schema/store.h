@@ -2,7 +2,7 @@
 // connection (schema/database.h) and exposes a class per table group, each with its SQL beside
 // its methods: hardware, sweeps (with idempotency keys and progress), tasks (the runner's
 // leases), measurements (with samples and the transfer prior), decisions (final rounds),
-// tuned entries, overrides, and maintenance (backup, integrity, stats, schema version).
+// tuned entries, overrides, lookup misses, and maintenance (backup, integrity, stats, schema version).
 // Opening migrates an older schema forward (schema/migrate.h), refuses a newer one, checks
 // integrity, and never rewrites a file that is not ours. Every table operation is one
 // transaction under the connection's one lock.
@@ -18,6 +18,7 @@
 #include "schema/maintenance.h"
 #include "schema/measurements_table.h"
 #include "schema/migrate.h"
+#include "schema/misses_table.h"
 #include "schema/overrides_table.h"
 #include "schema/sweeps_table.h"
 #include "schema/tasks_table.h"
@@ -40,6 +41,7 @@ class Store {
   DecisionsTable& decisions() { return decisions_; }
   TunedTable& tuned() { return tuned_; }
   OverridesTable& overrides() { return overrides_; }
+  MissesTable& misses() { return misses_; }
   Maintenance& maintenance() { return maintenance_; }
 
  private:
@@ -53,6 +55,7 @@ class Store {
   DecisionsTable decisions_{db_};
   TunedTable tuned_{db_};
   OverridesTable overrides_{db_};
+  MissesTable misses_{db_};
   Maintenance maintenance_{db_};
 };
 

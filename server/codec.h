@@ -1,6 +1,6 @@
 // The wire format of blocktune's HTTP API: the only place that spells JSON keys, one file per
-// resource under server/codec/ (sweeps, lookup, kernels and hardware, tuned, overrides, and
-// common), each with the JSON Schema of its bodies. Decoders never throw (nlohmann is used with
+// resource under server/codec/ (sweeps, lookup, kernels and hardware, tuned, overrides, misses,
+// and common), each with the JSON Schema of its bodies. Decoders never throw (nlohmann is used with
 // allow_exceptions=false and type checks before every get) and name the offending field in
 // Error::path, e.g. "shapes[1].k".
 #pragma once
@@ -13,6 +13,7 @@
 #include "kernels/core/result.h"
 #include "schema/store.h"
 #include "server/guards.h"
+#include "server/misses.h"
 #include "tuner/lookup.h"
 #include "tuner/measurement.h"
 
@@ -97,6 +98,11 @@ Json EncodeOverrideRequest(const store::OverrideRecord& o);
 Json EncodeOverride(const store::OverrideRecord& o);
 Json EncodeOverrideList(const std::vector<store::OverrideRecord>& rows);
 Result<std::vector<store::OverrideRecord>> DecodeOverrideList(const Json& j);
+
+// Lookup misses: {"misses": [...], "next_offset"} (null on the last page).
+Json EncodeMiss(const server::MissView& v);
+Json EncodeMissList(const std::vector<server::MissView>& misses, int64_t next_offset);
+Result<std::vector<server::MissView>> DecodeMissList(const Json& j, int64_t* next_offset);
 
 Json EncodeBackup(const std::string& path, int64_t bytes);
 Json EncodeStatus(std::string_view status);

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> allowed_hosts;
   std::string backup_dir;
   double sweeps_per_minute = 30;
+  double miss_flush_seconds = 5;
   int64_t max_sweep_measurements = 100000;
   double min_repetition_ms = 20;
   int repetitions = 5;
@@ -69,6 +70,9 @@ int main(int argc, char** argv) {
   app.add_option("--backup-dir", backup_dir, "where POST /v1/backup writes (default: 'backups' beside the database)");
   app.add_option("--sweeps-per-minute", sweeps_per_minute, "rate limit on sweep creation (burst of 10)")
       ->capture_default_str()->check(CLI::Range(0.1, 100000.0));
+  app.add_option("--miss-flush-seconds", miss_flush_seconds,
+                 "how often lookup misses counted in memory are added to the database (GET /v1/misses)")
+      ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
   app.add_option("--max-sweep-measurements", max_sweep_measurements, "largest sweep accepted (configs x buckets)")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   app.add_option("--min-repetition-ms", min_repetition_ms, "minimum length of one timed repetition")
@@ -159,6 +163,7 @@ int main(int argc, char** argv) {
   service_options.sweep.timing.max_cv = max_cv;
   service_options.backup_dir = backup_dir;
   service_options.sweeps_per_minute = sweeps_per_minute;
+  service_options.miss_flush_seconds = miss_flush_seconds;
   service_options.max_sweep_measurements = max_sweep_measurements;
   server::Service service(std::move(*store), db_path, service_options);
   if (auto s = service.Start(); !s) {

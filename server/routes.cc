@@ -100,6 +100,18 @@ std::vector<Route> MakeRoutes() {
         {"hardware", "string", false, "only hardware keys starting with this"},
         {"dtype", "string", false, "only this element type"}},
        false, {}, "", "application/json", {{200, "TunedList", "the entries"}, kBadRequest}, ""},
+      {kListMisses, "listMisses", "GET", "/v1/misses", Auth::kPublic, "lookup",
+       "Buckets lookups asked for that had no row tuned for their hardware key, most asked first",
+       {},
+       {{"kernel", "string", false, "only this kernel"},
+        {"hardware", "string", false, "only hardware keys equal to this or under it (whole key components)"},
+        {"offset", "integer", false, "skip this many rows (default 0); pass the previous page's next_offset", 0, 0},
+        kLimitParam},
+       false, {}, "", "application/json", {{200, "MissList", "a page of misses"}, kBadRequest},
+       "Counts lookups (GET and POST /v1/lookup) answered with source tuned_fallback, nearest or default, per "
+       "kernel, dtype, hardware key asked for and bucket. The daemon counts in memory and stores the counts every "
+       "few seconds; this list includes every lookup answered before the request. Ordered by count, so pages are "
+       "by offset rather than by id."},
       {kListOverrides, "listOverrides", "GET", "/v1/overrides", Auth::kPublic, "overrides",
        "Overrides (pinned configs)",
        {}, {}, false, {}, "", "application/json", {{200, "OverrideList", "every override"}, kBadRequest}, ""},

@@ -36,6 +36,7 @@ enum class Op : uint8_t {
   kCancelSweep,
   kListMeasurements,
   kListTuned,
+  kListMisses,
   kListOverrides,
   kCreateOverride,
   kDeleteOverride,

@@ -30,7 +30,8 @@ Service::Service(std::unique_ptr<store::Store> store, std::string db_path, Servi
       host_(HardwareProfile::Detect(1)),
       index_(std::make_shared<const tuner::LookupIndex>()),
       rate_tokens_(options_.sweep_burst),
-      rate_at_(std::chrono::steady_clock::now()) {
+      rate_at_(std::chrono::steady_clock::now()),
+      misses_(options_.max_pending_misses) {
   options_.sweep.tool_version = options_.tool_version;  // recorded with each sweep's environment
   for (int t = 0; t <= 256; ++t) {
     HardwareProfile hw = host_;
@@ -50,6 +51,11 @@ Status Service::Start() {
   if (auto s = ReloadIndex(); !s) return s;
   runner_alive_ = true;
   runner_ = std::thread([this] { RunnerLoop(); });
+  {
+    std::lock_guard lock(flush_mu_);
+    flush_stopping_ = false;
+  }
+  flusher_ = std::thread([this] { FlusherLoop(); });
   return {};
 }
 
@@ -61,6 +67,51 @@ void Service::Stop() {
   stop_now_ = true;
   runner_cv_.notify_all();
   if (runner_.joinable()) runner_.join();
+  {
+    std::lock_guard lock(flush_mu_);
+    flush_stopping_ = true;
+  }
+  flush_cv_.notify_all();
+  if (flusher_.joinable()) flusher_.join();
+  // What was counted since the last flush (the HTTP server has stopped by now).
+  if (auto s = FlushMisses(); !s) spdlog::error("storing lookup misses failed error=\"{}\"", s.error().ToString());
+}
+
+void Service::FlusherLoop() {
+  const auto period = std::chrono::duration<double>(std::max(0.01, options_.miss_flush_seconds));
+  std::unique_lock lock(flush_mu_);
+  while (!flush_stopping_) {
+    if (flush_cv_.wait_for(lock, period, [&] { return flush_stopping_; })) break;
+    lock.unlock();
+    if (auto s = FlushMisses(); !s) spdlog::error("storing lookup misses failed error=\"{}\"", s.error().ToString());
+    lock.lock();
+  }
+}
+
+Status Service::FlushMisses() {
+  auto batch = misses_.Take();
+  if (batch.empty()) return {};
+  if (auto s = store_->misses().Add(batch); !s) {
+    return MakeError(s.error().code, s.error().message + " (" + std::to_string(batch.size()) + " buckets of counts lost)");
+  }
+  return {};
+}
+
+Result<std::vector<MissView>> Service::ListMisses(const store::MissFilter& filter) {
+  if (auto s = FlushMisses(); !s) return std::unexpected(s.error());
+  auto rows = store_->misses().List(filter);
+  if (!rows) return std::unexpected(rows.error());
+  std::vector<MissView> out;
+  out.reserve(rows->size());
+  for (auto& r : *rows) {
+    MissView v{std::move(r), tables::Source::kDefault};
+    if (const KernelSpec* spec = FindKernel(v.miss.counts.kernel)) {
+      const tuner::LookupQuery q{v.miss.counts.dtype, v.miss.counts.dims, v.miss.counts.hardware_key, std::nullopt};
+      if (auto a = Lookup(*spec, q)) v.current = a->source;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 std::string Service::HostKey(int threads) const {
@@ -226,6 +277,10 @@ Result<std::vector<tuner::Measurement>> Service::ListMeasurements(int64_t sweep_
 
 Result<tuner::LookupAnswer> Service::Lookup(const KernelSpec& spec, tuner::LookupQuery query, int threads) const {
   if (query.hardware_key.empty()) query.hardware_key = HostKey(threads);
+  return Lookup(spec, query);
+}
+
+Result<tuner::LookupAnswer> Service::Lookup(const KernelSpec& spec, const tuner::LookupQuery& query) const {
   const auto index = Index();
   // The clock is read only when an override could be in play (most lookups have none).
   std::string now;

@@ -19,6 +19,7 @@
 
 #include "blocktune/version.h"
 #include "schema/store.h"
+#include "server/misses.h"
 #include "tuner/lookup.h"
 #include "tuner/sweep.h"
 
@@ -35,6 +36,9 @@ struct ServiceOptions {
   // `sweeps_per_minute`. Sweeps are long; a client creating more than one a second is broken.
   double sweeps_per_minute = 30;
   double sweep_burst = 10;
+  // Lookup misses (server/misses.h) are added to the store this often, and at Stop().
+  double miss_flush_seconds = 5;
+  size_t max_pending_misses = 10000;  // distinct buckets counted between two flushes
 };
 
 struct SweepView {
@@ -66,6 +70,19 @@ class Service {
 
   // Resolves against the index. An empty hardware key means this host at `threads`.
   Result<tuner::LookupAnswer> Lookup(const KernelSpec& spec, tuner::LookupQuery query, int threads) const;
+  // The same with the hardware key filled in (HostKey(threads) for this host).
+  Result<tuner::LookupAnswer> Lookup(const KernelSpec& spec, const tuner::LookupQuery& query) const;
+  // Counts the answer to `query` (whose hardware key is filled in) as a miss if its source is
+  // tuned_fallback, nearest or default; in memory only, see server/misses.h.
+  void CountLookup(const KernelSpec& spec, const tuner::LookupQuery& query, const tuner::LookupAnswer& answer) {
+    misses_.Count(spec.name(), query.dtype, query.hardware_key, answer.bucket, answer.source, query.dims);
+  }
+  // Adds the counted misses to the store (one transaction). The flusher thread calls it.
+  Status FlushMisses();
+  // Stored misses, most counted first, after flushing what is pending, each with the source its
+  // bucket gets now.
+  Result<std::vector<MissView>> ListMisses(const store::MissFilter& filter);
+  int64_t MissesDropped() const { return misses_.dropped(); }
   // Tuned rows the lookups serve, filtered (empty filter: all).
   std::vector<tuner::TunedEntry> Tuned(const std::string& kernel, const std::string& hardware_prefix,
                                        const std::string& dtype) const;
@@ -92,6 +109,7 @@ class Service {
   Result<std::vector<store::TaskPlan>> Plan(const tuner::SweepRequest& request, const HardwareProfile& hw) const;
   bool TakeSweepToken();
   void RunnerLoop();
+  void FlusherLoop();
   void RunTask(const store::TaskRecord& task);
   std::shared_ptr<const tuner::LookupIndex> Index() const;
 
@@ -118,6 +136,12 @@ class Service {
   std::atomic<bool> cancel_current_{false};
   std::atomic<bool> runner_alive_{false};
   std::thread runner_;
+
+  MissCounter misses_;
+  std::mutex flush_mu_;
+  std::condition_variable flush_cv_;
+  bool flush_stopping_ = false;
+  std::thread flusher_;
 };
 
 }  // namespace blocktune::server

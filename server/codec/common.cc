@@ -152,6 +152,7 @@ Json ComponentSchemas() {
   internal::AddSweepSchemas(s);
   internal::AddTunedSchemas(s);
   internal::AddOverrideSchemas(s);
+  internal::AddMissSchemas(s);
   return s;
 }
 

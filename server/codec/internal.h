@@ -21,5 +21,6 @@ void AddLookupSchemas(Json& schemas);
 void AddKernelSchemas(Json& schemas);
 void AddTunedSchemas(Json& schemas);
 void AddOverrideSchemas(Json& schemas);
+void AddMissSchemas(Json& schemas);
 
 }  // namespace blocktune::wire::internal

@@ -1,5 +1,5 @@
-// The handlers of blocktuned, one file per resource (lookup, sweeps, overrides, kernels and
-// hardware, tuned, tables, operations), each binding a handler to the operations of the route
+// The handlers of blocktuned, one file per resource (lookup, misses, sweeps, overrides, kernels
+// and hardware, tuned, tables, operations), each binding a handler to the operations of the route
 // table (server/routes.h) it serves. The router installs them by Op; an Op without a handler
 // is refused at start and by a test. Shared here: replies and query/path parameter parsing.
 #pragma once
@@ -37,6 +37,7 @@ void BindSweepHandlers(Handlers& h, const HandlerContext& ctx);
 void BindOverrideHandlers(Handlers& h, const HandlerContext& ctx);
 void BindKernelHandlers(Handlers& h, const HandlerContext& ctx);  // kernels and hardware
 void BindTunedHandlers(Handlers& h, const HandlerContext& ctx);
+void BindMissHandlers(Handlers& h, const HandlerContext& ctx);  // lookup misses
 void BindTableHandlers(Handlers& h, const HandlerContext& ctx);
 void BindOperationHandlers(Handlers& h, const HandlerContext& ctx);  // health, ready, metrics, openapi, backup
 

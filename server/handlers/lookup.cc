@@ -1,4 +1,6 @@
-// Handlers of lookups: one problem from the query string (the hot path) and a batch from a JSON body.
+// Handlers of lookups: one problem from the query string (the hot path) and a batch from a JSON
+// body. Each answer's source is counted as a miss or not here (Service::CountLookup, in memory),
+// on the answer the resolver gave, whatever chain it walked.
 #include <httplib.h>
 
 #include "server/guards.h"
@@ -51,8 +53,10 @@ void BindLookupHandlers(Handlers& h, const HandlerContext& ctx) {
       if (!cfg) return SendError(res, WithPathPrefix(cfg.error(), "config"));
       q.explicit_config = std::move(*cfg);
     }
-    auto a = svc.Lookup(*spec, std::move(q), static_cast<int>(*threads));
+    if (q.hardware_key.empty()) q.hardware_key = svc.HostKey(static_cast<int>(*threads));
+    auto a = svc.Lookup(*spec, q);
     if (!a) return SendError(res, a.error());
+    svc.CountLookup(*spec, q, *a);
     res.status = 200;
     res.set_content(wire::EncodeLookupText(*a), "application/json");
   };
@@ -66,7 +70,10 @@ void BindLookupHandlers(Handlers& h, const HandlerContext& ctx) {
     answers.reserve(queries->size());
     for (size_t i = 0; i < queries->size(); ++i) {
       auto& q = (*queries)[i];
-      auto a = svc.Lookup(*FindKernel(q.kernel), std::move(q.query), q.threads);
+      const KernelSpec& spec = *FindKernel(q.kernel);
+      if (q.query.hardware_key.empty()) q.query.hardware_key = svc.HostKey(q.threads);
+      auto a = svc.Lookup(spec, q.query);
+      if (a) svc.CountLookup(spec, q.query, *a);
       if (!a) a = std::unexpected(WithPathPrefix(a.error(), "queries[" + std::to_string(i) + "]"));
       answers.push_back(std::move(a));
     }

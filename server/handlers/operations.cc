@@ -47,6 +47,9 @@ void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
       out += "# HELP blocktune_db_bytes Size of the SQLite database (pages x page size).\n";
       out += "# TYPE blocktune_db_bytes gauge\nblocktune_db_bytes " + std::to_string(stats->db_bytes) + "\n";
     }
+    out += "# HELP blocktune_lookup_misses_dropped_total Missed lookups not counted: too many distinct buckets "
+           "between two flushes.\n# TYPE blocktune_lookup_misses_dropped_total counter\n";
+    out += "blocktune_lookup_misses_dropped_total " + std::to_string(svc.MissesDropped()) + "\n";
     res.status = 200;
     res.set_content(out, "text/plain; version=0.0.4");
   };

@@ -15,6 +15,7 @@ Handlers BindAllHandlers(const HandlerContext& ctx) {
   BindOverrideHandlers(h, ctx);
   BindKernelHandlers(h, ctx);
   BindTunedHandlers(h, ctx);
+  BindMissHandlers(h, ctx);
   BindTableHandlers(h, ctx);
   BindOperationHandlers(h, ctx);
   return h;

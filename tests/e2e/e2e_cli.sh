@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The CLI against a live daemon, command by command, with exit codes; `sweep --local` without a
+# The CLI against a live daemon, command by command, with exit codes (lookup misses and
+# `sweep --from-misses` among them); `sweep --local` without a
 # daemon (random, then transfer on the same database); online backup (endpoint and CLI) giving a
 # database that passes integrity_check; and blocktuned refusing a corrupt database with exit
 # code 3 without touching the file.
@@ -85,6 +86,35 @@ grep -q '"ready"' "$work/ready.json"
 [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/nope") == 404 ]]
 [[ $(curl -s -o /dev/null -w '%{http_code}' -X DELETE "$url/v1/sweeps/1") == 401 ]]
 expect_rc 0 "$bt" tuned --kernel matmul "${s[@]}"
+# Misses: lookups no row tuned for their hardware key and bucket answered are counted (a tuned
+# hit is not), listed most counted first, and `sweep --from-misses` sweeps this host's top ones.
+expect_rc 0 "$bt" lookup matmul --shape m=100,n=100,k=100 --hardware zz.none "${s[@]}"
+grep -q 'source    default' "$work/out"
+expect_rc 0 "$bt" lookup matmul --shape m=120,n=128,k=128 --hardware zz.none "${s[@]}"
+# This host, a bucket the checked-in table has no row for: answered by a fallback or the default.
+expect_rc 0 "$bt" lookup matmul --shape m=24,n=24,k=24 --json "${s[@]}"
+grep -qE '"source":"(tuned_fallback|nearest|default)"' "$work/out"
+expect_rc 0 "$bt" lookup matmul --shape m=16,n=16,k=16 --json "${s[@]}"
+grep -q '"source":"tuned"' "$work/out"
+expect_rc 0 "$bt" misses --json "${s[@]}"
+grep -q '"hardware":"zz.none","bucket":"m128_n128_k128","dims":{"m":100,"n":100,"k":100},"fallback":0,"nearest":0,"default":2,"count":2' "$work/out" ||
+  { echo "FAIL: misses"; cat "$work/out"; exit 1; }
+grep -q '"bucket":"m32_n32_k32"' "$work/out"
+if grep -q '"bucket":"m16_n16_k16"' "$work/out"; then echo "FAIL: a tuned hit was counted"; cat "$work/out"; exit 1; fi
+expect_rc 0 "$bt" misses --kernel matmul --top 5 "${s[@]}"
+grep -q 'zz.none' "$work/out"
+expect_rc 4 "$bt" misses --kernel nope "${s[@]}"
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/misses?limit=0") == 400 ]]
+expect_rc 0 "$bt" sweep --from-misses --top 1 --strategy random --budget 2 --json "${s[@]}"
+grep -q '"status":"done"' "$work/out"
+grep -q '"shapes":\[{"m":24,"n":24,"k":24}\]' "$work/out" || { echo "FAIL: from-misses shapes"; cat "$work/out"; exit 1; }
+expect_rc 0 "$bt" misses --json "${s[@]}"
+grep -q '"bucket":"m32_n32_k32","dims":{"m":24,"n":24,"k":24},[^}]*"current_source":"tuned"' "$work/out" ||
+  { echo "FAIL: swept miss not tuned"; cat "$work/out"; exit 1; }
+expect_rc 0 "$bt" sweep --from-misses --top 1 "${s[@]}"
+grep -q 'no missed buckets' "$work/out"
+expect_rc 2 "$bt" sweep --from-misses --local "${s[@]}"
+expect_rc 2 "$bt" sweep matmul "${s[@]}"
 expect_rc 0 "$bt" tables download matmul --out "$work/matmul.h" "${s[@]}"
 grep -q 'GENERATED' "$work/matmul.h"
 expect_rc 0 "$bt" metrics "${s[@]}"
@@ -94,7 +124,8 @@ expect_rc 2 "$bt" sweep matmul --shape m=16 --strategy nope "${s[@]}"
 expect_rc 0 "$bt" backup --json "${s[@]}"
 backup=$(sed -n 's/.*"path":"\([^"]*\)".*/\1/p' "$work/out")
 [[ $(sqlite3 "$backup" "PRAGMA integrity_check") == ok ]]
-[[ $(sqlite3 "$backup" "SELECT COUNT(*) FROM measurements") == 2 ]]
+# The first sweep and the one --from-misses queued, 2 measurements each.
+[[ $(sqlite3 "$backup" "SELECT COUNT(*) FROM measurements") == 4 ]]
 expect_rc 0 "$bt" backup --db "$work/db/blocktune.db" --out "$work/copy.db"
 [[ $(sqlite3 "$work/copy.db" "PRAGMA integrity_check") == ok ]]
 

@@ -328,6 +328,75 @@ TEST_F(StoreTest, OverridesUpsertListAndDelete) {
   EXPECT_TRUE(st.overrides().List()->empty());
 }
 
+MissCount Miss(const std::string& hw, const std::string& bucket, int64_t fallback, int64_t nearest, int64_t defaulted,
+               const std::string& first, const std::string& last, const NamedInts& dims = kShapeA) {
+  MissCount c;
+  c.kernel = "matmul";
+  c.hardware_key = hw;
+  c.bucket = bucket;
+  c.dims = dims;
+  c.fallback = fallback;
+  c.nearest = nearest;
+  c.defaulted = defaulted;
+  c.first_seen_at = first;
+  c.last_seen_at = last;
+  return c;
+}
+
+TEST_F(StoreTest, MissBatchesAddToTheirRowsAndListMostCountedFirst) {
+  auto s = Store::Open(path_);
+  ASSERT_TRUE(s);
+  Store& st = **s;
+  // First batch: two buckets on one key, one on a key that only shares a textual prefix.
+  ASSERT_TRUE(st.misses().Add({Miss("x86_64.avx2.amd.f1.t1", "m64_n32_k16", 2, 0, 1, "2026-01-02T00:00:00.000Z",
+                                    "2026-01-02T00:00:05.000Z"),
+                               Miss("x86_64.avx2.amd.f1.t1", "m1_n2_k4", 0, 0, 2, "2026-01-02T00:00:01.000Z",
+                                    "2026-01-02T00:00:01.000Z", kShapeB),
+                               Miss("x86_64.avx2x.t1", "m64_n32_k16", 0, 1, 0, "2026-01-02T00:00:00.000Z",
+                                    "2026-01-02T00:00:00.000Z")}));
+  // Second batch: the same first bucket again, seen earlier and later than before, with other
+  // dims (the row keeps the ones it was created with); counts add up.
+  ASSERT_TRUE(st.misses().Add({Miss("x86_64.avx2.amd.f1.t1", "m64_n32_k16", 1, 3, 4, "2026-01-01T00:00:00.000Z",
+                                    "2026-01-03T00:00:00.000Z", kShapeB)}));
+  ASSERT_TRUE(st.misses().Add({}));  // an empty batch writes nothing
+
+  auto all = st.misses().List(MissFilter{});
+  ASSERT_TRUE(all) << all.error().ToString();
+  ASSERT_EQ(all->size(), 3u);
+  const MissCount& top = (*all)[0].counts;
+  EXPECT_EQ(top.bucket, "m64_n32_k16");
+  EXPECT_EQ(top.hardware_key, "x86_64.avx2.amd.f1.t1");
+  EXPECT_EQ(top.fallback, 3);
+  EXPECT_EQ(top.nearest, 3);
+  EXPECT_EQ(top.defaulted, 5);
+  EXPECT_EQ(top.count(), 11);
+  EXPECT_EQ(top.dims, kShapeA);
+  EXPECT_EQ(top.first_seen_at, "2026-01-01T00:00:00.000Z");
+  EXPECT_EQ(top.last_seen_at, "2026-01-03T00:00:00.000Z");
+  EXPECT_EQ((*all)[1].counts.count(), 2);
+  EXPECT_EQ((*all)[1].counts.dims, kShapeB);
+  EXPECT_EQ((*all)[2].counts.count(), 1);
+
+  // The hardware filter takes whole key components; the kernel filter; paging by offset.
+  MissFilter f;
+  f.hardware_prefix = "x86_64.avx2";
+  auto avx2 = st.misses().List(f);
+  ASSERT_TRUE(avx2);
+  EXPECT_EQ(avx2->size(), 2u);
+  f.hardware_prefix = "x86_64.avx2x.t1";
+  EXPECT_EQ(st.misses().List(f)->size(), 1u);
+  f = MissFilter{};
+  f.kernel = "flash_attention";
+  EXPECT_TRUE(st.misses().List(f)->empty());
+  f = MissFilter{};
+  f.offset = 1;
+  f.limit = 1;
+  auto page = st.misses().List(f);
+  ASSERT_TRUE(page);
+  ASSERT_EQ(page->size(), 1u);
+  EXPECT_EQ(page->front().id, (*all)[1].id);
+}
+
 // A database written by a build with migrations 0001-0003 only (sweeps.strategy limited to
 // exhaustive/random) is rebuilt by 0005, 0007 and 0008 without losing a row or a reference.
 TEST_F(StoreTest, MigrationRebuildsSweepsKeepingRowsAndReferences) {

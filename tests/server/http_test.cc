@@ -349,6 +349,124 @@ TEST_F(Daemon, LookupAnswersFromEverySource) {
   EXPECT_EQ(batch["results"][1]["source"], "default");
 }
 
+// Misses are counted from the answers' sources: default and tuned_fallback count, tuned,
+// explicit and override do not; GET /v1/misses lists them (pending counts included) most
+// counted first, and a bucket swept since is listed with current_source tuned.
+TEST_F(Daemon, MissesCountFallbackAndDefaultLookupsButNotTunedHits) {
+  const std::string host = service_->HostKey(1);
+  const int64_t id = CreateTinySweep("", 8);
+  for (int i = 0; i < 600 && Send("GET", "/v1/sweeps/" + std::to_string(id)).second["status"] != "done"; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8").second["source"], "tuned");
+  for (int i = 0; i < 4; ++i) {  // default: nothing under this key
+    ASSERT_EQ(Send("GET", "/v1/lookup?kernel=matmul&m=7&n=8&k=8&hardware=zz.none").second["source"], "default");
+  }
+  // tuned_fallback: the sweep's row, one key component up; twice by GET, once in a batch.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&hardware=" + host + ".extra").second["source"],
+              "tuned_fallback");
+  }
+  auto [bs, batch] = Send("POST", "/v1/lookup",
+                          R"({"queries":[{"kernel":"matmul","dims":{"m":8,"n":8,"k":8},"hardware":")" + host +
+                              R"(.extra"},{"kernel":"matmul","dims":{"m":8,"n":8,"k":8}},)"
+                              R"({"kernel":"matmul","dims":{"m":8,"n":8,"k":8},"config":{"block_m":48}}]})");
+  ASSERT_EQ(bs, 200) << batch.dump();
+  // Hits that are not misses: tuned (above and in the batch), explicit (batch), override.
+  ASSERT_EQ(Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&config=block_m%3D48").second["source"], "explicit");
+
+  auto [status, body] = Send("GET", "/v1/misses");
+  ASSERT_EQ(status, 200) << body.dump();
+  const Json& misses = body["misses"];
+  ASSERT_EQ(misses.size(), 2u) << body.dump();
+  EXPECT_EQ(misses[0]["hardware"], "zz.none");
+  EXPECT_EQ(misses[0]["bucket"], "m8_n8_k8");
+  EXPECT_EQ(misses[0]["default"], 4);
+  EXPECT_EQ(misses[0]["fallback"], 0);
+  EXPECT_EQ(misses[0]["count"], 4);
+  EXPECT_EQ(misses[0]["dims"], Json({{"m", 7}, {"n", 8}, {"k", 8}}));  // the first problem counted
+  EXPECT_EQ(misses[0]["dtype"], "f32");
+  EXPECT_EQ(misses[0]["current_source"], "default");
+  EXPECT_FALSE(misses[0]["first_seen_at"].get<std::string>().empty());
+  EXPECT_EQ(misses[1]["hardware"], host + ".extra");
+  EXPECT_EQ(misses[1]["bucket"], "m8_n8_k8");
+  EXPECT_EQ(misses[1]["fallback"], 3);
+  EXPECT_EQ(misses[1]["default"], 0);
+  EXPECT_EQ(misses[1]["count"], 3);
+  EXPECT_EQ(misses[1]["current_source"], "tuned_fallback");
+  EXPECT_TRUE(body["next_offset"].is_null());
+  for (const Json& m : misses) EXPECT_NE(m["hardware"], host) << "a tuned hit was counted: " << m.dump();
+
+  // More lookups add to the stored rows (the first listing flushed them): m=8 is in the same
+  // bucket as m=7, so zz.none still has one row.
+  ASSERT_EQ(Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&hardware=zz.none").second["source"], "default");
+  auto [s2, again] = Send("GET", "/v1/misses?hardware=zz&limit=1");
+  ASSERT_EQ(s2, 200) << again.dump();
+  ASSERT_EQ(again["misses"].size(), 1u);
+  EXPECT_EQ(again["misses"][0]["hardware"], "zz.none");
+  EXPECT_EQ(again["misses"][0]["count"], 5);
+  EXPECT_EQ(again["next_offset"], 1);
+  auto [s3, second] = Send("GET", "/v1/misses?hardware=zz&limit=1&offset=1");
+  ASSERT_EQ(s3, 200);
+  EXPECT_TRUE(second["misses"].empty()) << second.dump();
+  EXPECT_TRUE(second["next_offset"].is_null());
+  auto [s4, other] = Send("GET", "/v1/misses?kernel=flash_attention");
+  ASSERT_EQ(s4, 200);
+  EXPECT_TRUE(other["misses"].empty());
+
+  // Bad filters are 400s naming the parameter.
+  for (const auto& [query, param] : std::vector<std::pair<std::string, std::string>>{
+           {"kernel=nope", "kernel"}, {"limit=0", "limit"}, {"offset=-1", "offset"}, {"hardware=a%20b", "hardware"},
+           {"dtype=f32", "dtype"}}) {
+    auto [bad, err] = Send("GET", std::string("/v1/misses?").append(query));
+    EXPECT_EQ(bad, 400) << query << " " << err.dump();
+    EXPECT_EQ(err["error"]["path"], param) << query;
+  }
+}
+
+// Many threads counting at once lose nothing; Take empties the counter.
+TEST(MissCounter, ConcurrentCountsAllArriveAndTakeEmpties) {
+  MissCounter counter;
+  const NamedInts dims({{"m", 1}, {"n", 1}, {"k", 1}});
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 1000; ++i) {
+        // Appended, not "literal" + string: GCC 12's -Wrestrict false positive (see cmake/warnings.cmake).
+        const std::string bucket = std::string("b").append(std::to_string(i % 10));
+        const std::string key = std::string("hw.t").append(std::to_string(t % 2));
+        counter.Count("matmul", DType::kF32, key, bucket,
+                      (i / 10) % 2 ? tables::Source::kDefault : tables::Source::kTunedFallback, dims);
+        counter.Count("matmul", DType::kF32, "hw.t0", bucket, tables::Source::kTuned, dims);  // not a miss
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto taken = counter.Take();
+  ASSERT_EQ(taken.size(), 20u);  // 2 keys x 10 buckets
+  int64_t total = 0;
+  for (const auto& m : taken) {
+    EXPECT_EQ(m.count(), 200);  // 2 threads x 100 lookups per bucket
+    EXPECT_EQ(m.fallback, 100);
+    EXPECT_LE(m.first_seen_at, m.last_seen_at);
+    total += m.count();
+  }
+  EXPECT_EQ(total, 4000);
+  EXPECT_TRUE(counter.Take().empty());
+  EXPECT_EQ(counter.dropped(), 0);
+}
+
+TEST(MissCounter, DropsNewBucketsBeyondItsCapacity) {
+  MissCounter counter(16);  // one per shard
+  const NamedInts dims;
+  for (int i = 0; i < 1000; ++i) {
+    counter.Count("matmul", DType::kF32, "hw", std::string("b").append(std::to_string(i)), tables::Source::kDefault, dims);
+  }
+  const auto taken = counter.Take();
+  EXPECT_LE(taken.size(), 16u);
+  EXPECT_EQ(static_cast<int64_t>(taken.size()) + counter.dropped(), 1000);
+}
+
 TEST(LookupIndex, NearestBucketWhenTheChainHasRowsButNotThisBucket) {
   const KernelSpec* spec = FindKernel("matmul");
   ASSERT_NE(spec, nullptr);
