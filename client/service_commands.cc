@@ -387,6 +387,10 @@ void PrintAnswer(const tuner::LookupAnswer& a) {
   std::printf("kernel    %s\nconfig    %s\nsource    %s\nhardware  %s\nbucket    %s%s\n", a.kernel.c_str(),
               a.config.ToString().c_str(), std::string(tables::SourceName(a.source)).c_str(), a.hardware.c_str(),
               a.bucket.c_str(), a.matched_bucket != a.bucket ? (" (from " + a.matched_bucket + ")").c_str() : "");
+  if (!a.queried_hardware.empty()) {
+    std::printf("queried   %s (fell back %d level%s)\n", a.queried_hardware.c_str(), a.fallback_levels,
+                a.fallback_levels == 1 ? "" : "s");
+  }
   if (a.source == tables::Source::kOverride) {
     std::printf("override  #%lld: %s (expires %s)\n", static_cast<long long>(a.override_id), a.reason.c_str(),
                 a.expires_at.empty() ? "never" : a.expires_at.c_str());

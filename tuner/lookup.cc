@@ -1,6 +1,7 @@
 // Lookup over tuned entries and overrides; see lookup.h.
 #include "tuner/lookup.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -11,15 +12,19 @@ namespace blocktune::tuner {
 LookupIndex::LookupIndex(std::vector<TunedEntry> rows, std::vector<Override> overrides)
     : rows_(std::move(rows)), overrides_(std::move(overrides)) {
   for (const TunedEntry& e : rows_) {
-    by_kernel_[e.kernel].push_back({e.hardware_key, DTypeName(e.dtype), e.bucket, &e});
+    by_kernel_[e.kernel][e.bucket_version].rows.push_back({e.hardware_key, DTypeName(e.dtype), e.bucket, &e});
+  }
+  for (auto& [kernel, versions] : by_kernel_) {
+    for (auto& [version, group] : versions) group.index = tables::RowIndex(group.rows);
   }
   for (const Override& o : overrides_) overrides_by_kernel_[o.kernel].push_back(&o);
 }
 
-const std::vector<LookupIndex::RowView>& LookupIndex::RowsOf(std::string_view kernel) const {
-  static const std::vector<RowView> kNone;
+const LookupIndex::KernelRows* LookupIndex::RowsOf(std::string_view kernel, int bucket_version) const {
   auto it = by_kernel_.find(kernel);
-  return it == by_kernel_.end() ? kNone : it->second;
+  if (it == by_kernel_.end()) return nullptr;
+  auto v = it->second.find(bucket_version);
+  return v == it->second.end() ? nullptr : &v->second;
 }
 
 const std::vector<const Override*>& LookupIndex::OverridesOf(std::string_view kernel) const {
@@ -81,6 +86,8 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
   a.matched_bucket = a.bucket;
   const std::string_view dtype = DTypeName(query.dtype);
 
+  a.queried_hardware = query.hardware_key;
+
   if (query.explicit_config) {
     auto full = spec.CompleteConfig(*query.explicit_config);
     if (!full) return std::unexpected(WithPathPrefix(full.error(), "config"));
@@ -90,23 +97,24 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
     return a;
   }
 
-  // Overrides: the most specific hardware level wins; "*" is the least specific.
-  const auto chain = tables::FallbackChain(query.hardware_key);
+  // Overrides: the most specific hardware level wins; "*" is the least specific. A pin applies
+  // under every prefix of the key (an operator's decision), not only along the fallback chain.
+  const auto prefixes = tables::KeyPrefixes(query.hardware_key);
   const Override* pin = nullptr;
-  size_t pin_level = chain.size() + 1;
+  size_t pin_level = prefixes.size() + 1;
   for (const Override* o : index.OverridesOf(spec.name())) {
     if (o->bucket != a.bucket || DTypeName(o->dtype) != dtype) continue;
     if (!o->expires_at.empty() && !now_utc.empty() && o->expires_at <= now_utc) continue;
-    size_t level = chain.size();  // "*"
+    size_t level = prefixes.size();  // "*"
     if (o->hardware_key != "*") {
-      level = chain.size() + 1;
-      for (size_t i = 0; i < chain.size(); ++i) {
-        if (chain[i] == o->hardware_key) {
+      level = prefixes.size() + 1;
+      for (size_t i = 0; i < prefixes.size(); ++i) {
+        if (prefixes[i] == o->hardware_key) {
           level = i;
           break;
         }
       }
-      if (level > chain.size()) continue;
+      if (level > prefixes.size()) continue;
     }
     if (level < pin_level) {
       pin = o;
@@ -117,41 +125,38 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
     a.config = pin->config;
     a.source = tables::Source::kOverride;
     a.hardware = pin->hardware_key;
+    a.fallback_levels = static_cast<int>(pin_level);
     a.override_id = pin->id;
     a.reason = pin->reason;
     a.expires_at = pin->expires_at;
     return a;
   }
 
-  const auto& views = index.RowsOf(spec.name());
-  // Rows from another bucket scheme would name buckets that no longer mean the same shapes.
-  std::vector<LookupIndex::RowView> filtered;
-  const std::vector<LookupIndex::RowView>* rows = &views;
-  for (const auto& v : views) {
-    if (v.entry->bucket_version != spec.bucket_version()) {
-      for (const auto& w : views) {
-        if (w.entry->bucket_version == spec.bucket_version()) filtered.push_back(w);
-      }
-      rows = &filtered;
-      break;
+  // Rows of another bucket scheme name buckets that no longer mean the same shapes: only this
+  // version's rows are searched.
+  const LookupIndex::KernelRows* group = index.RowsOf(spec.name(), spec.bucket_version());
+  const tables::ChainKeys chain = tables::ChainOf(query.hardware_key);
+  if (group != nullptr) {
+    const tables::Resolution r = group->index.Resolve(query.hardware_key, dtype, a.bucket);
+    if (r.row != tables::kNoId) {
+      FillFromRow(*group->rows[r.row].entry, a);
+      a.source = tables::SourceOf(r);
+      a.fallback_levels = static_cast<int>(r.level);
+      return a;
     }
   }
-  const auto match = tables::ResolveRow(*rows, query.hardware_key, dtype, a.bucket);
-  if (match.row != nullptr) {
-    FillFromRow(*match.row->entry, a);
-    a.source = match.source;
-    return a;
-  }
 
-  // Nearest: the most specific hardware level that has any row of this dtype, then the closest
+  // Nearest: the most specific chain level that has any row of this dtype, then the closest
   // bucket there (ties: the smaller bucket id, then the smaller key).
-  for (size_t level = 0; nearest && level < chain.size(); ++level) {
+  if (nearest && group != nullptr) {
+    uint32_t level = tables::kNoLevel;
+    for (const auto& r : group->rows) {
+      if (r.dtype == dtype) level = std::min(level, tables::ChainLevel(chain, r.hardware));
+    }
     const LookupIndex::RowView* best = nullptr;
     double best_d = HUGE_VAL;
-    for (const auto& r : *rows) {
-      if (r.dtype != dtype) continue;
-      const bool hit = level == 0 ? r.hardware == chain[0] : tables::KeyHasPrefix(r.hardware, chain[level]);
-      if (!hit) continue;
+    for (const auto& r : group->rows) {
+      if (level == tables::kNoLevel || r.dtype != dtype || tables::ChainLevel(chain, r.hardware) != level) continue;
       auto other = spec.ProblemFromBucket(query.dtype, r.bucket);
       if (!other) continue;
       const double d = BucketDistance(representative, *other);
@@ -167,6 +172,7 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
       // and a block larger than a dim takes the remainder path.
       FillFromRow(*best->entry, a);
       a.source = tables::Source::kNearest;
+      a.fallback_levels = static_cast<int>(level);
       return a;
     }
   }
@@ -174,6 +180,7 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
   a.config = spec.DefaultConfig();
   a.source = tables::Source::kDefault;
   a.hardware = query.hardware_key;
+  a.fallback_levels = static_cast<int>(chain.size);
   return a;
 }
 

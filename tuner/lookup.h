@@ -1,15 +1,16 @@
 // Best-config lookup over tuned entries and overrides: bucket the problem with the kernel's
 // bucket function, then answer by this precedence, first hit wins:
 //   explicit        the caller named a config (validated against the problem, then echoed);
-//   override        a pin for this bucket under the hardware key, its prefixes, or "*";
-//   tuned           a row for exactly this hardware key (tables/resolve.h's ResolveRow);
-//   tuned_fallback  a row under a prefix of the key (ResolveRow);
+//   override        a pin for this bucket under the hardware key, any of its prefixes, or "*";
+//   tuned           a row for exactly this hardware key (tables/resolve.h's IndexView::Resolve);
+//   tuned_fallback  a row for the same CPU model at another thread count, else for another CPU
+//                   model of the same vendor and ISA level (the key's chain, tables::ChainOf);
 //   nearest         no row for this bucket anywhere in the chain: the row of the closest bucket
 //                   (sum of |log2| distances per dim) at the most specific level that has any;
 //   default         the kernel's default config.
 // The daemon (rows from SQLite over the checked-in table), the CLI (checked-in table) and
-// generated headers (tuned/tuned_fallback/default through the same ResolveRow) agree on every
-// row they share.
+// generated headers (tuned/tuned_fallback/default through the same IndexView::Resolve, over a
+// tables::RowIndex here and constexpr arrays there) agree on every row they share.
 #pragma once
 
 #include <map>
@@ -47,6 +48,12 @@ struct LookupAnswer {
   Config config;
   tables::Source source = tables::Source::kDefault;
   std::string hardware;   // key of the row that answered; the queried key for the default
+  std::string queried_hardware;  // the key looked up (the host's at the query's threads if none was given)
+  // Levels fallen down the queried key's chain (tables::ChainOf): 0 the key itself (also for
+  // explicit), 1 the same CPU model at another thread count, 2 the same vendor and ISA level;
+  // for the default the chain's length; for an override, the components the pin's key drops
+  // from the queried key ("*": all of them).
+  int fallback_levels = 0;
   std::string bucket;     // the query's bucket
   std::string matched_bucket;  // the row's bucket (differs from `bucket` only for nearest)
   double median_ns = 0;   // 0 for the default, explicit and override
@@ -59,12 +66,15 @@ struct LookupAnswer {
   std::string expires_at;    // for source override
 };
 
-// Rows grouped by kernel once, so a lookup scans only its kernel's rows and allocates nothing
-// for them. Immutable after construction; the daemon swaps whole indexes.
+// Rows grouped by kernel and bucket version once and indexed (tables::RowIndex), so a lookup
+// binary-searches its kernel's rows and allocates nothing for them. Immutable after
+// construction and not copyable (the indexes point into rows_); the daemon swaps whole indexes.
 class LookupIndex {
  public:
   LookupIndex() = default;
   LookupIndex(std::vector<TunedEntry> rows, std::vector<Override> overrides);
+  LookupIndex(const LookupIndex&) = delete;
+  LookupIndex& operator=(const LookupIndex&) = delete;
   const std::vector<TunedEntry>& rows() const { return rows_; }
   const std::vector<Override>& overrides() const { return overrides_; }
 
@@ -74,13 +84,19 @@ class LookupIndex {
     std::string_view bucket;
     const TunedEntry* entry;
   };
-  const std::vector<RowView>& RowsOf(std::string_view kernel) const;
+  // One kernel's rows of one bucket version, and their index.
+  struct KernelRows {
+    std::vector<RowView> rows;
+    tables::RowIndex index;
+  };
+  // Null if the kernel has no rows of that bucket version.
+  const KernelRows* RowsOf(std::string_view kernel, int bucket_version) const;
   const std::vector<const Override*>& OverridesOf(std::string_view kernel) const;
 
  private:
   std::vector<TunedEntry> rows_;
   std::vector<Override> overrides_;
-  std::map<std::string, std::vector<RowView>, std::less<>> by_kernel_;
+  std::map<std::string, std::map<int, KernelRows>, std::less<>> by_kernel_;
   std::map<std::string, std::vector<const Override*>, std::less<>> overrides_by_kernel_;
 };
 

@@ -41,6 +41,12 @@ void AddLookupSchemas(Json& s) {
                               {"config", Ref("Config")},
                               {"source", Ref("Source")},
                               {"hardware", Str("key of the row that answered; the queried key for the default")},
+                              {"queried_hardware", Str("the key looked up (this host's at `threads` if the query gave none)")},
+                              {"fallback_levels",
+                               Int("levels fallen down the queried key's chain: 0 the key itself (and explicit), 1 the "
+                                   "same CPU model at another thread count, 2 another CPU model of the same vendor and "
+                                   "ISA level; the chain's length for default; for override, the components the "
+                                   "pin's key drops from the queried key")},
                               {"bucket", Str("the query's bucket")},
                               {"matched_bucket", Str("the row's bucket (differs only for nearest)")},
                               {"median_ns", Num("0 for default, explicit and override")},
@@ -63,6 +69,8 @@ Json EncodeLookup(const tuner::LookupAnswer& a) {
          {"config", EncodeConfig(a.config)},
          {"source", tables::SourceName(a.source)},
          {"hardware", a.hardware},
+         {"queried_hardware", a.queried_hardware},
+         {"fallback_levels", a.fallback_levels},
          {"bucket", a.bucket},
          {"matched_bucket", a.matched_bucket},
          {"median_ns", a.median_ns},
@@ -143,6 +151,10 @@ std::string EncodeLookupText(const tuner::LookupAnswer& a) {
   AppendString(out, tables::SourceName(a.source));
   out += ",\"hardware\":";
   AppendString(out, a.hardware);
+  out += ",\"queried_hardware\":";
+  AppendString(out, a.queried_hardware);
+  out += ",\"fallback_levels\":";
+  AppendInt(out, a.fallback_levels);
   out += ",\"bucket\":";
   AppendString(out, a.bucket);
   out += ",\"matched_bucket\":";
@@ -285,6 +297,9 @@ Result<tuner::LookupAnswer> DecodeLookup(const Json& j) {
   a.sweep_id = internal::GetInt(j, "sweep_id", "sweep_id", 0).value_or(0);
   a.measurement_id = internal::GetInt(j, "measurement_id", "measurement_id", 0).value_or(0);
   a.measured_at = internal::GetString(j, "measured_at", "measured_at", std::string()).value_or("");
+  // Absent from servers before the fallback fields: the queried key unknown, levels 0.
+  a.queried_hardware = internal::GetString(j, "queried_hardware", "queried_hardware", std::string()).value_or("");
+  a.fallback_levels = static_cast<int>(internal::GetInt(j, "fallback_levels", "fallback_levels", 0).value_or(0));
   a.matched_bucket = internal::GetString(j, "matched_bucket", "matched_bucket", std::string()).value_or(a.bucket);
   if (auto o = j.find("override"); o != j.end() && o->is_object()) {
     a.override_id = internal::GetInt(*o, "id", "override.id", 0).value_or(0);

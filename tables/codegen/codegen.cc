@@ -93,6 +93,61 @@ Status CheckEntry(const KernelSpec& spec, const tuner::TunedEntry& e, size_t ind
   return {};
 }
 
+// The header's index (resolve.h's IndexView): hardware keys and dtypes interned in sorted
+// order, and one entry per row, holding the row's rounded dims, sorted by (dtype, dims, key).
+std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEntry>& rows) {
+  std::vector<std::string> keys, dtypes;
+  for (const auto& e : rows) {
+    keys.push_back(e.hardware_key);
+    dtypes.emplace_back(DTypeName(e.dtype));
+  }
+  for (auto* v : {&keys, &dtypes}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  auto id = [](const std::vector<std::string>& v, const std::string& s) {
+    return static_cast<size_t>(std::lower_bound(v.begin(), v.end(), s) - v.begin());
+  };
+  struct Entry {
+    size_t dtype;
+    std::vector<int64_t> dims;
+    size_t key;
+    size_t row;
+  };
+  std::vector<Entry> entries;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& e = rows[i];
+    Entry x{id(dtypes, std::string(DTypeName(e.dtype))), {}, id(keys, e.hardware_key), i};
+    const auto problem = spec.ProblemFromBucket(e.dtype, e.bucket);  // checked by CheckEntry
+    for (const auto& d : spec.dims()) x.dims.push_back(problem ? problem->Dim(d.bucket.name) : 0);
+    entries.push_back(std::move(x));
+  }
+  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.dtype, a.dims, a.key, a.row) < std::tie(b.dtype, b.dims, b.key, b.row);
+  });
+  const size_t nd = spec.dims().size();
+  std::ostringstream o;
+  o << "// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in\n"
+       "// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.\n";
+  o << "inline constexpr std::array<std::string_view, " << keys.size() << "> kKeys{{\n";
+  for (const auto& k : keys) o << "    " << CppString(k) << ",\n";
+  o << "}};\n";
+  o << "inline constexpr std::array<std::string_view, " << dtypes.size() << "> kDtypes{{";
+  for (size_t i = 0; i < dtypes.size(); ++i) o << (i ? ", " : "") << CppString(dtypes[i]);
+  o << "}};\n";
+  o << "using Entry = IndexEntry<std::array<std::int64_t, " << nd << ">>;\n";
+  o << "inline constexpr std::array<Entry, " << entries.size() << "> kEntries{{\n";
+  for (const auto& x : entries) {
+    o << "    {" << x.dtype << ", {{";
+    for (size_t i = 0; i < x.dims.size(); ++i) o << (i ? ", " : "") << x.dims[i];
+    o << "}}, " << x.key << ", " << x.row << "},\n";
+  }
+  o << "}};\n";
+  o << "inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),\n"
+       "                                         kEntries.data(), kEntries.size()};\n\n";
+  return o.str();
+}
+
 }  // namespace
 
 std::string ExportJsonl(std::vector<tuner::TunedEntry> entries) {
@@ -203,8 +258,9 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
     << ns << "::LookupForHost(/*threads=*/1, \"f32\"";
   for (const auto& d : spec.dims()) o << ", " << d.bucket.name;
   o << ");\n"
-       "//   r.config holds the block sizes; r.source says whether they were tuned here, borrowed from\n"
-       "//   related hardware (tuned_fallback), or the kernel's default.\n"
+       "//   r.config holds the block sizes; r.source says whether they were tuned for this key, borrowed\n"
+       "//   from the same CPU at another thread count or another CPU of the same vendor and ISA level\n"
+       "//   (tuned_fallback, r.fallback_levels 1 or 2), or the kernel's default.\n"
        "#pragma once\n\n"
        "#include <array>\n#include <cstdint>\n#include <string>\n#include <string_view>\n\n"
        "#include \"resolve.h\"\n\n"
@@ -234,59 +290,92 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
       << ", " << e.measurement_id << "},\n";
   }
   o << "}};\n\n";
-  o << "// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.\n"
-       "using Lookup = TableLookup<Row>;\n\n";
-  o << "inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype";
-  for (const auto& d : spec.dims()) o << ", std::int64_t " << d.bucket.name;
-  o << ") {\n  std::int64_t dims[] = {";
-  for (size_t i = 0; i < spec.dims().size(); ++i) o << (i ? ", " : "") << spec.dims()[i].bucket.name;
-  o << "};\n  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);\n}\n\n";
-  o << "// Looks up with this machine's hardware key (CPUID) for the given thread count.\n";
-  o << "inline Lookup LookupForHost(int threads, std::string_view dtype";
-  for (const auto& d : spec.dims()) o << ", std::int64_t " << d.bucket.name;
-  o << ") {\n  return LookupBlockSizes(HostHardwareKey(threads), dtype";
-  for (const auto& d : spec.dims()) o << ", " << d.bucket.name;
-  o << ");\n}\n\n}  // namespace blocktune::tables::" << ns << "\n";
+  o << IndexSource(spec, rows);
+  const size_t nd = spec.dims().size();
+  std::string params, braced = "{{";
+  for (size_t i = 0; i < nd; ++i) {
+    params += std::string(", std::int64_t ") + spec.dims()[i].bucket.name;
+    braced += std::string(i ? ", " : "") + spec.dims()[i].bucket.name;
+  }
+  braced += "}}";
+  o << "// config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,\n"
+       "// fallback_levels, bucket, median_ns, row.\n"
+       "using Lookup = TableLookup<Row, "
+    << nd << ">;\n\n";
+  o << "// Dims in kDims order.\n"
+       "inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,\n"
+       "                         const std::array<std::int64_t, "
+    << nd << ">& dims) {\n"
+       "  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);\n}\n\n";
+  o << "inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype" << params << ") {\n"
+    << "  return LookupDims(hardware_key, dtype, " << braced << ");\n}\n\n";
+  o << "// Looks up with this machine's hardware key for the given thread count. The first call detects\n"
+       "// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and\n"
+       "// precomputes the host's chain over kKeys; later calls compare integers only.\n";
+  o << "inline Lookup LookupForHost(int threads, std::string_view dtype" << params << ") {\n"
+    << "  static const HostChain host = kIndex.ForHost();\n"
+    << "  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, " << braced << ", threads, dtype);\n"
+    << "}\n\n}  // namespace blocktune::tables::" << ns << "\n";
   return o.str();
 }
 
 // The Python twin of resolve.h, written once and emitted beside the per-kernel modules.
 constexpr char kPythonResolve[] = R"py(# GENERATED by blocktune's table generator (tables/codegen); do not edit.
 """Bucketing and lookup precedence for blocktune's Python tables, as in blocktune/tables/resolve.h:
-tuned (exact hardware key) -> tuned_fallback (longest matching key prefix, smallest key on ties)
--> default."""
+tuned (exact hardware key) -> tuned_fallback (the same CPU model at another thread count, then
+another CPU model of the same vendor and ISA level; smallest key on ties) -> default. Rows of
+another ISA level or vendor are never borrowed."""
 
 
 def bucket_id(bucket_dims, dims):
     parts = []
     for name, rounding, lo, hi in bucket_dims:
-        v = max(int(dims[name]), lo)
+        v = int(dims[name])
+        if v < lo:
+            v = lo
+        if v > hi:
+            v = hi
         if rounding == "pow2_ceil":
-            p = 1
-            while p < v and p < hi:
-                p <<= 1
-            v = p
-        parts.append(f"{name}{min(v, hi)}")
+            v = 1 << (v - 1).bit_length() if v > 1 else 1
+            if v > hi:
+                v = hi
+        parts.append(name + str(v))
     return "_".join(parts)
 
 
 def fallback_chain(key):
+    """The key, the key less its last component, its first three components (arch.isa.vendor)."""
     parts = key.split(".")
-    return [".".join(parts[:i]) for i in range(len(parts), 0, -1)]
+    chain = [key]
+    if len(parts) >= 4:
+        if len(parts) >= 5:
+            chain.append(".".join(parts[:-1]))
+        chain.append(".".join(parts[:3]))
+    return chain
 
 
-def infer(tuned, default, bucket_dims, hardware_key, dtype, dims):
+def index(tuned):
+    """(dtype, bucket) -> the hardware keys with a row there, sorted; build it once per table."""
+    idx = {}
+    for hw, dt, b in tuned:
+        idx.setdefault((dt, b), []).append(hw)
+    for keys in idx.values():
+        keys.sort()
+    return idx
+
+
+def infer(tuned, default, bucket_dims, hardware_key, dtype, dims, idx=None):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
     bucket = bucket_id(bucket_dims, dims)
-    for level, prefix in enumerate(fallback_chain(hardware_key)):
-        hits = sorted(
-            hw for (hw, dt, b) in tuned
-            if dt == dtype and b == bucket
-            and (hw == prefix if level == 0 else (hw == prefix or hw.startswith(prefix + ".")))
-        )
-        if hits:
-            source = "tuned" if level == 0 else "tuned_fallback"
-            return dict(tuned[(hits[0], dtype, bucket)][0]), source, hits[0], bucket
+    keys = (idx if idx is not None else index(tuned)).get((dtype, bucket))
+    if keys:
+        if hardware_key in keys:
+            return dict(tuned[(hardware_key, dtype, bucket)][0]), "tuned", hardware_key, bucket
+        for prefix in fallback_chain(hardware_key)[1:]:
+            dotted = prefix + "."
+            for hw in keys:
+                if hw == prefix or hw.startswith(dotted):
+                    return dict(tuned[(hw, dtype, bucket)][0]), "tuned_fallback", hw, bucket
     return dict(default), "default", None, bucket
 )py";
 
@@ -298,7 +387,7 @@ std::string GeneratePython(const KernelSpec& spec, const std::vector<tuner::Tune
     << ", keyed by (hardware key, dtype, bucket).\n\n"
        "infer_block_sizes() follows the same precedence as blocktune/tables/resolve.h (see\n"
        "blocktune_resolve.py beside this file): tuned (exact hardware key) -> tuned_fallback\n"
-       "(longest matching key prefix) -> default.\n\"\"\"\n\n";
+       "(same CPU model at another thread count, then same vendor and ISA level) -> default.\n\"\"\"\n\n";
   o << "try:  # imported as part of a package (tables/python as a package)\n"
        "    from . import blocktune_resolve as _resolve\n"
        "except ImportError:  # tables/python on sys.path\n"
@@ -325,12 +414,12 @@ std::string GeneratePython(const KernelSpec& spec, const std::vector<tuner::Tune
     }
     o << "}, " << Num(e.median_ns) << ", " << e.samples << ", " << e.sweep_id << ", " << e.measurement_id << "),\n";
   }
-  o << "}\n\n\n"
+  o << "}\n\n_INDEX = _resolve.index(TUNED)\n\n\n"
        "def bucket_id(**dims):\n"
        "    return _resolve.bucket_id(BUCKET_DIMS, dims)\n\n\n"
        "def infer_block_sizes(hardware_key, dtype, **dims):\n"
        "    \"\"\"Returns (config dict, source, matched hardware key or None, bucket).\"\"\"\n"
-       "    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims)\n";
+       "    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)\n";
   return o.str();
 }
 

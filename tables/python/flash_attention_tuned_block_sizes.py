@@ -5,7 +5,7 @@
 
 infer_block_sizes() follows the same precedence as blocktune/tables/resolve.h (see
 blocktune_resolve.py beside this file): tuned (exact hardware key) -> tuned_fallback
-(longest matching key prefix) -> default.
+(same CPU model at another thread count, then same vendor and ISA level) -> default.
 """
 
 try:  # imported as part of a package (tables/python as a package)
@@ -58,6 +58,8 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1"): ({"block_q": 32, "block_kv": 64}, 3467818.875, 5, 7, 3706),
 }
 
+_INDEX = _resolve.index(TUNED)
+
 
 def bucket_id(**dims):
     return _resolve.bucket_id(BUCKET_DIMS, dims)
@@ -65,4 +67,4 @@ def bucket_id(**dims):
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims)
+    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)

@@ -5,7 +5,7 @@
 
 infer_block_sizes() follows the same precedence as blocktune/tables/resolve.h (see
 blocktune_resolve.py beside this file): tuned (exact hardware key) -> tuned_fallback
-(longest matching key prefix) -> default.
+(same CPU model at another thread count, then same vendor and ISA level) -> default.
 """
 
 try:  # imported as part of a package (tables/python as a package)
@@ -82,6 +82,8 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m64_n1024_k4096"): ({"block_m": 288, "block_n": 4096, "block_k": 384}, 2379143.1, 5, 2, 2849),
 }
 
+_INDEX = _resolve.index(TUNED)
+
 
 def bucket_id(**dims):
     return _resolve.bucket_id(BUCKET_DIMS, dims)
@@ -89,4 +91,4 @@ def bucket_id(**dims):
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims)
+    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)

@@ -5,7 +5,7 @@
 
 infer_block_sizes() follows the same precedence as blocktune/tables/resolve.h (see
 blocktune_resolve.py beside this file): tuned (exact hardware key) -> tuned_fallback
-(longest matching key prefix) -> default.
+(same CPU model at another thread count, then same vendor and ISA level) -> default.
 """
 
 try:  # imported as part of a package (tables/python as a package)
@@ -50,6 +50,8 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 32, "queries_per_block": 1}, 7001562.25, 5, 10, 4097),
 }
 
+_INDEX = _resolve.index(TUNED)
+
 
 def bucket_id(**dims):
     return _resolve.bucket_id(BUCKET_DIMS, dims)
@@ -57,4 +59,4 @@ def bucket_id(**dims):
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims)
+    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)

@@ -174,11 +174,22 @@ TEST(Compare, CountsMismatchesAndNonFinite) {
 // --- tables/resolve.h -------------------------------------------------------------------------
 
 TEST(Tables, FallbackChainAndPrefix) {
+  // The key, the same CPU model at another thread count, the same vendor and ISA level; never
+  // the ISA level or the architecture alone.
   const auto chain = tables::FallbackChain("x86_64.avx512.intel.fam6_mod143.t2");
-  ASSERT_EQ(chain.size(), 5u);
+  ASSERT_EQ(chain.size(), 3u);
   EXPECT_EQ(chain[0], "x86_64.avx512.intel.fam6_mod143.t2");
   EXPECT_EQ(chain[1], "x86_64.avx512.intel.fam6_mod143");
-  EXPECT_EQ(chain[4], "x86_64");
+  EXPECT_EQ(chain[2], "x86_64.avx512.intel");
+  // Shorter keys: four components fall back to the first three; three or fewer do not fall back.
+  EXPECT_EQ(tables::FallbackChain("x86_64.avx2.amd.fam25_mod1"),
+            (std::vector<std::string_view>{"x86_64.avx2.amd.fam25_mod1", "x86_64.avx2.amd"}));
+  EXPECT_EQ(tables::FallbackChain("x86_64.avx2.amd"), (std::vector<std::string_view>{"x86_64.avx2.amd"}));
+  EXPECT_EQ(tables::FallbackChain("x86_64"), (std::vector<std::string_view>{"x86_64"}));
+  EXPECT_EQ(tables::FallbackChain(""), (std::vector<std::string_view>{""}));
+  // Overrides still see every prefix.
+  EXPECT_EQ(tables::KeyPrefixes("x86_64.avx512.intel.fam6_mod143.t2").size(), 5u);
+  EXPECT_EQ(tables::KeyPrefixes("x86_64.avx512.intel.fam6_mod143.t2").back(), "x86_64");
   EXPECT_TRUE(tables::KeyHasPrefix("x86_64.avx512.intel", "x86_64.avx512"));
   EXPECT_TRUE(tables::KeyHasPrefix("x86_64.avx512", "x86_64.avx512"));
   EXPECT_FALSE(tables::KeyHasPrefix("x86_64.avx5120", "x86_64.avx512"));  // not a component boundary
@@ -197,7 +208,7 @@ TEST(Tables, HardwareKeyAndProfileChain) {
   hw.cpu = cpu;
   hw.threads = 1;
   const auto chain = hw.FallbackChain();
-  ASSERT_EQ(chain.size(), 6u);
+  ASSERT_EQ(chain.size(), 4u);
   EXPECT_EQ(chain.front(), "x86_64.avx2.amd.fam25_mod33.t1");
   EXPECT_EQ(chain.back(), "default");
 }
@@ -215,31 +226,42 @@ TEST(Tables, ResolveRowPrecedence) {
       {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "m64_n64_k64", 4},
       {"x86_64.avx2.amd.fam25_mod33.t1", "f32", "m8_n8_k8", 5},
       {"x86_64.avx512.intel.fam6_mod143.t1", "bf16", "m1024_n1024_k1024", 6},
+      {"x86_64.avx512.intel.fam6_mod106.t1", "f32", "m64_n64_k64", 7},
   };
   const std::string key = "x86_64.avx512.intel.fam6_mod143.t2";
   auto m = tables::ResolveRow(rows, key, "f32", "m1024_n1024_k1024");
   ASSERT_NE(m.row, nullptr);
   EXPECT_EQ(m.row->id, 2);
   EXPECT_EQ(m.source, tables::Source::kTuned);
+  EXPECT_EQ(m.fallback_levels, 0);
   // Same CPU, other thread count: falls back to the t1 row at the CPU-model level.
   m = tables::ResolveRow(rows, "x86_64.avx512.intel.fam6_mod143.t4", "f32", "m1024_n1024_k1024");
   ASSERT_NE(m.row, nullptr);
   EXPECT_EQ(m.row->id, 1);
   EXPECT_EQ(m.source, tables::Source::kTunedFallback);
-  // Other Intel model: falls back to vendor level (mod85 row).
+  EXPECT_EQ(m.fallback_levels, 1);
+  // Other Intel model, same ISA level: the vendor level; ties resolve to the smallest key
+  // ("fam6_mod106" < "fam6_mod85").
   m = tables::ResolveRow(rows, key, "f32", "m64_n64_k64");
   ASSERT_NE(m.row, nullptr);
-  EXPECT_EQ(m.row->id, 3);
-  // ISA level: ties resolve to the smallest key ("amd" < "intel").
+  EXPECT_EQ(m.row->id, 7);
+  EXPECT_EQ(m.fallback_levels, 2);
+  // Another vendor at the same ISA level is not borrowed from (the AMD row 4 is there).
   m = tables::ResolveRow(rows, "x86_64.avx512.via.fam7_mod1.t1", "f32", "m64_n64_k64");
-  ASSERT_NE(m.row, nullptr);
-  EXPECT_EQ(m.row->id, 4);
+  EXPECT_EQ(m.row, nullptr);
+  EXPECT_EQ(m.source, tables::Source::kDefault);
+  EXPECT_EQ(m.fallback_levels, 3);
   // dtype and bucket must match exactly; nothing matches -> default.
   m = tables::ResolveRow(rows, key, "bf16", "m64_n64_k64");
   EXPECT_EQ(m.row, nullptr);
   EXPECT_EQ(m.source, tables::Source::kDefault);
+  // Another ISA level is not borrowed from either: only the AVX2 row has this bucket.
   m = tables::ResolveRow(rows, key, "f32", "m8_n8_k8");
-  ASSERT_NE(m.row, nullptr);  // shared "x86_64" prefix
+  EXPECT_EQ(m.row, nullptr);
+  EXPECT_EQ(tables::SourceName(m.source), "default");
+  // An AVX2 AMD host of another model does borrow it (same vendor and ISA level).
+  m = tables::ResolveRow(rows, "x86_64.avx2.amd.fam25_mod1.t2", "f32", "m8_n8_k8");
+  ASSERT_NE(m.row, nullptr);
   EXPECT_EQ(m.row->id, 5);
   EXPECT_EQ(tables::SourceName(m.source), "tuned_fallback");
 }

@@ -125,15 +125,20 @@ TEST(Codec, LookupEncodingKeepsParameterOrderAndRoundTrips) {
   a.config = NamedInts({{"block_m", 96}, {"block_n", 512}, {"block_k", 256}});
   a.source = tables::Source::kTunedFallback;
   a.hardware = "x86_64.avx512.intel.fam6_mod167.t1";
+  a.queried_hardware = "x86_64.avx512.intel.fam6_mod167.t4";
+  a.fallback_levels = 1;
   a.bucket = "m1024_n1024_k1024";
   a.median_ns = 5e6;
   const std::string text = EncodeLookup(a).dump();
+  EXPECT_EQ(Json::parse(EncodeLookupText(a)), Json::parse(text));
   EXPECT_NE(text.find(R"("config":{"block_m":96,"block_n":512,"block_k":256})"), std::string::npos) << text;
   auto back = DecodeLookup(Json::parse(text));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->config, a.config);
   EXPECT_EQ(back->source, a.source);
   EXPECT_EQ(back->bucket, a.bucket);
+  EXPECT_EQ(back->queried_hardware, a.queried_hardware);
+  EXPECT_EQ(back->fallback_levels, 1);
 }
 
 TEST(Http, TokenComparisonIsExact) {

@@ -337,8 +337,19 @@ TEST_F(Daemon, LookupAnswersFromEverySource) {
   EXPECT_EQ(tuned["source"], "tuned") << tuned.dump();
   EXPECT_EQ(tuned["sweep_id"], id);
   EXPECT_EQ(tuned["hardware"], host);
+  EXPECT_EQ(tuned["queried_hardware"], host);
+  EXPECT_EQ(tuned["fallback_levels"], 0);
   auto [s7, near] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&hardware=" + host + ".extra");
   EXPECT_EQ(near["source"], "tuned_fallback") << near.dump();
+  EXPECT_EQ(near["queried_hardware"], host + ".extra");
+  EXPECT_EQ(near["fallback_levels"], 1);
+  // The host's rows under another ISA level are not borrowed: the default answers.
+  std::string other_isa = host;
+  const std::string isa(tables::KeyIsa(host));
+  other_isa.replace(other_isa.find("." + isa + "."), isa.size() + 2, isa == "base" ? ".avx2." : ".base.");
+  auto [s7b, cross] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&hardware=" + other_isa);
+  EXPECT_EQ(cross["source"], "default") << cross.dump();
+  EXPECT_EQ(cross["fallback_levels"], 3) << cross.dump();
   // Batch: answers in order, an error in place for the bad query, the rest still answered.
   auto [s8, batch] = Send("POST", "/v1/lookup",
                           R"({"queries":[{"kernel":"matmul","dims":{"m":8,"n":8,"k":8}},)"

@@ -207,6 +207,19 @@ TEST(Lookup, FallsBackThroughTheHardwareChainThenToTheDefault) {
   auto family = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod9.t1", std::nullopt});
   EXPECT_EQ(family->source, tables::Source::kTunedFallback);
   EXPECT_EQ(family->hardware, e.hardware_key);
+  EXPECT_EQ(family->queried_hardware, "x86_64.avx512.intel.fam6_mod9.t1");
+  EXPECT_EQ(family->fallback_levels, 2);
+  EXPECT_EQ(threads->fallback_levels, 1);
+  EXPECT_EQ(exact->fallback_levels, 0);
+
+  // Another ISA level or vendor never borrows: the default answers, after the chain's 3 levels.
+  for (const char* key : {"x86_64.avx2.intel.fam6_mod1.t1", "x86_64.avx512.amd.fam25_mod1.t1"}) {
+    auto cross = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), key, std::nullopt});
+    ASSERT_TRUE(cross);
+    EXPECT_EQ(cross->source, tables::Source::kDefault) << key;
+    EXPECT_EQ(cross->config, spec.DefaultConfig()) << key;
+    EXPECT_EQ(cross->fallback_levels, 3) << key;
+  }
 
   auto other_bucket = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 5000}}), e.hardware_key, std::nullopt});
   EXPECT_EQ(other_bucket->source, tables::Source::kDefault);

@@ -4,8 +4,9 @@
 //
 // Header-only; needs only the C++17 standard library and resolve.h next to it. Usage:
 //   auto r = blocktune::tables::flash_attention::LookupForHost(/*threads=*/1, "f32", batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal);
-//   r.config holds the block sizes; r.source says whether they were tuned here, borrowed from
-//   related hardware (tuned_fallback), or the kernel's default.
+//   r.config holds the block sizes; r.source says whether they were tuned for this key, borrowed
+//   from the same CPU at another thread count or another CPU of the same vendor and ISA level
+//   (tuned_fallback, r.fallback_levels 1 or 2), or the kernel's default.
 #pragma once
 
 #include <array>
@@ -72,17 +73,65 @@ inline constexpr std::array<Row, 24> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 64}, 3467818.875, 5, 7, 3706},
 }};
 
-// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
-using Lookup = TableLookup<Row>;
+// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
+// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
+inline constexpr std::array<std::string_view, 4> kKeys{{
+    "x86_64.avx2.amd.fam25_mod1.t1",
+    "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512.intel.fam6_mod167.t1",
+    "x86_64.avx512.intel.fam6_mod167.t2",
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Entry = IndexEntry<std::array<std::int64_t, 7>>;
+inline constexpr std::array<Entry, 24> kEntries{{
+    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 0, 0},
+    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 1, 6},
+    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 2, 12},
+    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 3, 18},
+    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 0, 1},
+    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 1, 7},
+    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 2, 13},
+    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 3, 19},
+    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 0, 2},
+    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 1, 8},
+    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 2, 14},
+    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 3, 20},
+    {1, {{1, 8, 2, 512, 512, 128, 1}}, 0, 5},
+    {1, {{1, 8, 2, 512, 512, 128, 1}}, 1, 11},
+    {1, {{1, 8, 2, 512, 512, 128, 1}}, 2, 17},
+    {1, {{1, 8, 2, 512, 512, 128, 1}}, 3, 23},
+    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 0, 3},
+    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 1, 9},
+    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 2, 15},
+    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 3, 21},
+    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 0, 4},
+    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 1, 10},
+    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 2, 16},
+    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 3, 22},
+}};
+inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
+                                         kEntries.data(), kEntries.size()};
 
-inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim, std::int64_t causal) {
-  std::int64_t dims[] = {batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal};
-  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
+// config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
+// fallback_levels, bucket, median_ns, row.
+using Lookup = TableLookup<Row, 7>;
+
+// Dims in kDims order.
+inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
+                         const std::array<std::int64_t, 7>& dims) {
+  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
 }
 
-// Looks up with this machine's hardware key (CPUID) for the given thread count.
+inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim, std::int64_t causal) {
+  return LookupDims(hardware_key, dtype, {{batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal}});
+}
+
+// Looks up with this machine's hardware key for the given thread count. The first call detects
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
+// precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim, std::int64_t causal) {
-  return LookupBlockSizes(HostHardwareKey(threads), dtype, batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal);
+  static const HostChain host = kIndex.ForHost();
+  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::flash_attention

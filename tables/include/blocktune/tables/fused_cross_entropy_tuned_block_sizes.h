@@ -4,8 +4,9 @@
 //
 // Header-only; needs only the C++17 standard library and resolve.h next to it. Usage:
 //   auto r = blocktune::tables::fused_cross_entropy::LookupForHost(/*threads=*/1, "f32", b, h, v, backward);
-//   r.config holds the block sizes; r.source says whether they were tuned here, borrowed from
-//   related hardware (tuned_fallback), or the kernel's default.
+//   r.config holds the block sizes; r.source says whether they were tuned for this key, borrowed
+//   from the same CPU at another thread count or another CPU of the same vendor and ISA level
+//   (tuned_fallback, r.fallback_levels 1 or 2), or the kernel's default.
 #pragma once
 
 #include <array>
@@ -66,17 +67,61 @@ inline constexpr std::array<Row, 20> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0", {192, 512, 512}, 236995641.0, 5, 17, 4036},
 }};
 
-// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
-using Lookup = TableLookup<Row>;
+// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
+// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
+inline constexpr std::array<std::string_view, 4> kKeys{{
+    "x86_64.avx2.amd.fam25_mod1.t1",
+    "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512.intel.fam6_mod167.t1",
+    "x86_64.avx512.intel.fam6_mod167.t2",
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Entry = IndexEntry<std::array<std::int64_t, 4>>;
+inline constexpr std::array<Entry, 20> kEntries{{
+    {0, {{1024, 512, 8192, 0}}, 0, 0},
+    {0, {{1024, 512, 8192, 0}}, 1, 5},
+    {0, {{1024, 512, 8192, 0}}, 2, 10},
+    {0, {{1024, 512, 8192, 0}}, 3, 15},
+    {0, {{1024, 512, 8192, 1}}, 0, 1},
+    {0, {{1024, 512, 8192, 1}}, 1, 6},
+    {0, {{1024, 512, 8192, 1}}, 2, 11},
+    {0, {{1024, 512, 8192, 1}}, 3, 16},
+    {1, {{1024, 512, 8192, 0}}, 0, 2},
+    {1, {{1024, 512, 8192, 0}}, 1, 7},
+    {1, {{1024, 512, 8192, 0}}, 2, 12},
+    {1, {{1024, 512, 8192, 0}}, 3, 17},
+    {1, {{1024, 512, 8192, 1}}, 0, 3},
+    {1, {{1024, 512, 8192, 1}}, 1, 8},
+    {1, {{1024, 512, 8192, 1}}, 2, 13},
+    {1, {{1024, 512, 8192, 1}}, 3, 18},
+    {1, {{2048, 1024, 16384, 0}}, 0, 4},
+    {1, {{2048, 1024, 16384, 0}}, 1, 9},
+    {1, {{2048, 1024, 16384, 0}}, 2, 14},
+    {1, {{2048, 1024, 16384, 0}}, 3, 19},
+}};
+inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
+                                         kEntries.data(), kEntries.size()};
 
-inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
-  std::int64_t dims[] = {b, h, v, backward};
-  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
+// config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
+// fallback_levels, bucket, median_ns, row.
+using Lookup = TableLookup<Row, 4>;
+
+// Dims in kDims order.
+inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
+                         const std::array<std::int64_t, 4>& dims) {
+  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
 }
 
-// Looks up with this machine's hardware key (CPUID) for the given thread count.
+inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
+  return LookupDims(hardware_key, dtype, {{b, h, v, backward}});
+}
+
+// Looks up with this machine's hardware key for the given thread count. The first call detects
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
+// precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
-  return LookupBlockSizes(HostHardwareKey(threads), dtype, b, h, v, backward);
+  static const HostChain host = kIndex.ForHost();
+  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{b, h, v, backward}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::fused_cross_entropy

@@ -4,8 +4,9 @@
 //
 // Header-only; needs only the C++17 standard library and resolve.h next to it. Usage:
 //   auto r = blocktune::tables::grouped_matmul::LookupForHost(/*threads=*/1, "f32", m, k, n, groups);
-//   r.config holds the block sizes; r.source says whether they were tuned here, borrowed from
-//   related hardware (tuned_fallback), or the kernel's default.
+//   r.config holds the block sizes; r.source says whether they were tuned for this key, borrowed
+//   from the same CPU at another thread count or another CPU of the same vendor and ISA level
+//   (tuned_fallback, r.fallback_levels 1 or 2), or the kernel's default.
 #pragma once
 
 #include <array>
@@ -58,17 +59,53 @@ inline constexpr std::array<Row, 12> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 512}, 28410246.0, 5, 14, 3861},
 }};
 
-// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
-using Lookup = TableLookup<Row>;
+// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
+// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
+inline constexpr std::array<std::string_view, 4> kKeys{{
+    "x86_64.avx2.amd.fam25_mod1.t1",
+    "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512.intel.fam6_mod167.t1",
+    "x86_64.avx512.intel.fam6_mod167.t2",
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Entry = IndexEntry<std::array<std::int64_t, 4>>;
+inline constexpr std::array<Entry, 12> kEntries{{
+    {0, {{4096, 1024, 1024, 64}}, 0, 0},
+    {0, {{4096, 1024, 1024, 64}}, 1, 3},
+    {0, {{4096, 1024, 1024, 64}}, 2, 6},
+    {0, {{4096, 1024, 1024, 64}}, 3, 9},
+    {1, {{4096, 1024, 1024, 8}}, 0, 2},
+    {1, {{4096, 1024, 1024, 8}}, 1, 5},
+    {1, {{4096, 1024, 1024, 8}}, 2, 8},
+    {1, {{4096, 1024, 1024, 8}}, 3, 11},
+    {1, {{4096, 1024, 1024, 64}}, 0, 1},
+    {1, {{4096, 1024, 1024, 64}}, 1, 4},
+    {1, {{4096, 1024, 1024, 64}}, 2, 7},
+    {1, {{4096, 1024, 1024, 64}}, 3, 10},
+}};
+inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
+                                         kEntries.data(), kEntries.size()};
 
-inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
-  std::int64_t dims[] = {m, k, n, groups};
-  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
+// config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
+// fallback_levels, bucket, median_ns, row.
+using Lookup = TableLookup<Row, 4>;
+
+// Dims in kDims order.
+inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
+                         const std::array<std::int64_t, 4>& dims) {
+  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
 }
 
-// Looks up with this machine's hardware key (CPUID) for the given thread count.
+inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
+  return LookupDims(hardware_key, dtype, {{m, k, n, groups}});
+}
+
+// Looks up with this machine's hardware key for the given thread count. The first call detects
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
+// precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
-  return LookupBlockSizes(HostHardwareKey(threads), dtype, m, k, n, groups);
+  static const HostChain host = kIndex.ForHost();
+  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, k, n, groups}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::grouped_matmul

@@ -4,8 +4,9 @@
 //
 // Header-only; needs only the C++17 standard library and resolve.h next to it. Usage:
 //   auto r = blocktune::tables::matmul::LookupForHost(/*threads=*/1, "f32", m, n, k);
-//   r.config holds the block sizes; r.source says whether they were tuned here, borrowed from
-//   related hardware (tuned_fallback), or the kernel's default.
+//   r.config holds the block sizes; r.source says whether they were tuned for this key, borrowed
+//   from the same CPU at another thread count or another CPU of the same vendor and ISA level
+//   (tuned_fallback, r.fallback_levels 1 or 2), or the kernel's default.
 #pragma once
 
 #include <array>
@@ -97,17 +98,93 @@ inline constexpr std::array<Row, 52> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m64_n1024_k4096", {288, 4096, 384}, 2379143.1, 5, 2, 2849},
 }};
 
-// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
-using Lookup = TableLookup<Row>;
+// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
+// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
+inline constexpr std::array<std::string_view, 4> kKeys{{
+    "x86_64.avx2.amd.fam25_mod1.t1",
+    "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512.intel.fam6_mod167.t1",
+    "x86_64.avx512.intel.fam6_mod167.t2",
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Entry = IndexEntry<std::array<std::int64_t, 3>>;
+inline constexpr std::array<Entry, 52> kEntries{{
+    {0, {{32, 4096, 1024}}, 0, 3},
+    {0, {{32, 4096, 1024}}, 1, 16},
+    {0, {{32, 4096, 1024}}, 2, 29},
+    {0, {{32, 4096, 1024}}, 3, 42},
+    {0, {{256, 256, 256}}, 0, 2},
+    {0, {{256, 256, 256}}, 1, 15},
+    {0, {{256, 256, 256}}, 2, 28},
+    {0, {{256, 256, 256}}, 3, 41},
+    {0, {{1024, 1024, 1024}}, 0, 0},
+    {0, {{1024, 1024, 1024}}, 1, 13},
+    {0, {{1024, 1024, 1024}}, 2, 26},
+    {0, {{1024, 1024, 1024}}, 3, 39},
+    {0, {{2048, 2048, 2048}}, 0, 1},
+    {0, {{2048, 2048, 2048}}, 1, 14},
+    {0, {{2048, 2048, 2048}}, 2, 27},
+    {0, {{2048, 2048, 2048}}, 3, 40},
+    {1, {{32, 4096, 1024}}, 0, 9},
+    {1, {{32, 4096, 1024}}, 1, 22},
+    {1, {{32, 4096, 1024}}, 2, 35},
+    {1, {{32, 4096, 1024}}, 3, 48},
+    {1, {{64, 1024, 4096}}, 0, 12},
+    {1, {{64, 1024, 4096}}, 1, 25},
+    {1, {{64, 1024, 4096}}, 2, 38},
+    {1, {{64, 1024, 4096}}, 3, 51},
+    {1, {{128, 128, 128}}, 0, 6},
+    {1, {{128, 128, 128}}, 1, 19},
+    {1, {{128, 128, 128}}, 2, 32},
+    {1, {{128, 128, 128}}, 3, 45},
+    {1, {{256, 256, 256}}, 0, 8},
+    {1, {{256, 256, 256}}, 1, 21},
+    {1, {{256, 256, 256}}, 2, 34},
+    {1, {{256, 256, 256}}, 3, 47},
+    {1, {{512, 512, 512}}, 0, 11},
+    {1, {{512, 512, 512}}, 1, 24},
+    {1, {{512, 512, 512}}, 2, 37},
+    {1, {{512, 512, 512}}, 3, 50},
+    {1, {{1024, 1024, 64}}, 0, 5},
+    {1, {{1024, 1024, 64}}, 1, 18},
+    {1, {{1024, 1024, 64}}, 2, 31},
+    {1, {{1024, 1024, 64}}, 3, 44},
+    {1, {{1024, 1024, 1024}}, 0, 4},
+    {1, {{1024, 1024, 1024}}, 1, 17},
+    {1, {{1024, 1024, 1024}}, 2, 30},
+    {1, {{1024, 1024, 1024}}, 3, 43},
+    {1, {{2048, 2048, 2048}}, 0, 7},
+    {1, {{2048, 2048, 2048}}, 1, 20},
+    {1, {{2048, 2048, 2048}}, 2, 33},
+    {1, {{2048, 2048, 2048}}, 3, 46},
+    {1, {{4096, 64, 1024}}, 0, 10},
+    {1, {{4096, 64, 1024}}, 1, 23},
+    {1, {{4096, 64, 1024}}, 2, 36},
+    {1, {{4096, 64, 1024}}, 3, 49},
+}};
+inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
+                                         kEntries.data(), kEntries.size()};
 
-inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
-  std::int64_t dims[] = {m, n, k};
-  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
+// config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
+// fallback_levels, bucket, median_ns, row.
+using Lookup = TableLookup<Row, 3>;
+
+// Dims in kDims order.
+inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
+                         const std::array<std::int64_t, 3>& dims) {
+  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
 }
 
-// Looks up with this machine's hardware key (CPUID) for the given thread count.
+inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
+  return LookupDims(hardware_key, dtype, {{m, n, k}});
+}
+
+// Looks up with this machine's hardware key for the given thread count. The first call detects
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
+// precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
-  return LookupBlockSizes(HostHardwareKey(threads), dtype, m, n, k);
+  static const HostChain host = kIndex.ForHost();
+  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, n, k}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::matmul

@@ -4,8 +4,9 @@
 //
 // Header-only; needs only the C++17 standard library and resolve.h next to it. Usage:
 //   auto r = blocktune::tables::ragged_paged_attention::LookupForHost(/*threads=*/1, "f32", num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim);
-//   r.config holds the block sizes; r.source says whether they were tuned here, borrowed from
-//   related hardware (tuned_fallback), or the kernel's default.
+//   r.config holds the block sizes; r.source says whether they were tuned for this key, borrowed
+//   from the same CPU at another thread count or another CPU of the same vendor and ISA level
+//   (tuned_fallback, r.fallback_levels 1 or 2), or the kernel's default.
 #pragma once
 
 #include <array>
@@ -64,17 +65,57 @@ inline constexpr std::array<Row, 16> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {32, 1}, 7001562.25, 5, 10, 4097},
 }};
 
-// config, source (kTuned, kTunedFallback, kDefault), hardware, bucket, median_ns, row.
-using Lookup = TableLookup<Row>;
+// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
+// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
+inline constexpr std::array<std::string_view, 4> kKeys{{
+    "x86_64.avx2.amd.fam25_mod1.t1",
+    "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512.intel.fam6_mod167.t1",
+    "x86_64.avx512.intel.fam6_mod167.t2",
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Entry = IndexEntry<std::array<std::int64_t, 7>>;
+inline constexpr std::array<Entry, 16> kEntries{{
+    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 0},
+    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 1, 4},
+    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 2, 8},
+    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 3, 12},
+    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 0, 1},
+    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 1, 5},
+    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 2, 9},
+    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 3, 13},
+    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 2},
+    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 1, 6},
+    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 2, 10},
+    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 3, 14},
+    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 0, 3},
+    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 1, 7},
+    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 2, 11},
+    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 3, 15},
+}};
+inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
+                                         kEntries.data(), kEntries.size()};
 
-inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
-  std::int64_t dims[] = {num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim};
-  return LookupInTable(kRows, kDefault, kDims, dims, hardware_key, dtype);
+// config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
+// fallback_levels, bucket, median_ns, row.
+using Lookup = TableLookup<Row, 7>;
+
+// Dims in kDims order.
+inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
+                         const std::array<std::int64_t, 7>& dims) {
+  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
 }
 
-// Looks up with this machine's hardware key (CPUID) for the given thread count.
+inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
+  return LookupDims(hardware_key, dtype, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}});
+}
+
+// Looks up with this machine's hardware key for the given thread count. The first call detects
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
+// precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
-  return LookupBlockSizes(HostHardwareKey(threads), dtype, num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim);
+  static const HostChain host = kIndex.ForHost();
+  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::ragged_paged_attention
