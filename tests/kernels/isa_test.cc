@@ -38,7 +38,7 @@ class ScopedIsaEnv {
 std::vector<std::string> RunnableLevels() {
   std::vector<std::string> out;
   for (const char* isa : {"avx512", "avx2", "base"}) {
-    if (tables::IsaRank(isa) <= tables::IsaRank(NativeIsa())) out.emplace_back(isa);
+    if (HostCanRun(isa)) out.emplace_back(isa);  // under BLOCKTUNE_ISA, the forced level and below
   }
   return out;
 }

@@ -88,7 +88,7 @@ int main() {
     const auto r = table::LookupForHost(p.threads, "f32", p.m, p.n, p.k);
     const std::string_view source = blocktune::tables::SourceName(r.source);
     std::printf("host: m=%lld n=%lld k=%lld threads=%d -> %.*s bucket %s %lld/%lld/%lld\n", (long long)p.m,
-                (long long)p.n, (long long)p.k, p.threads, int(source.size()), source.data(), r.bucket.c_str(),
+                (long long)p.n, (long long)p.k, p.threads, int(source.size()), source.data(), r.bucket.str().c_str(),
                 (long long)r.config.block_m, (long long)r.config.block_n, (long long)r.config.block_k);
     const double err = RunAndCheck(r.config, p.m, p.n, p.k, p.threads);
     // Inputs in [-1, 1], f32 accumulation over k terms: far below 1e-3 for k <= 96.
