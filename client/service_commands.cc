@@ -15,6 +15,7 @@
 
 #include "client/cli.h"
 #include "server/service.h"
+#include "server/timing_flags.h"
 #include "tuner/isolation/worker_evaluator.h"
 
 namespace blocktune::client {
@@ -102,9 +103,7 @@ struct SweepArgs {
   std::string isa;  // empty: the CPU's own level (or BLOCKTUNE_ISA)
   std::string worker;
   std::string db = "var/blocktune.db";
-  double min_repetition_ms = 20;
-  int repetitions = 5;
-  double max_cv = tuner::TimingOptions{}.max_cv;
+  server::TimingFlags timing;  // --local only
   bool from_misses = false;
   int64_t top = 10;
 };
@@ -142,9 +141,7 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest
   auto store = store::Store::Open(a.db);
   if (!store) return Fail(kExitDatabase, "cannot open " + a.db + ": " + store.error().ToString());
   server::ServiceOptions options;
-  options.sweep.timing.min_repetition_ns = a.min_repetition_ms * 1e6;
-  options.sweep.timing.repetitions = a.repetitions;
-  options.sweep.timing.max_cv = a.max_cv;
+  a.timing.ApplyTo(options.sweep.timing);
   // Configs run in worker processes here too: a crashing config is a recorded outcome, not
   // the end of the CLI (--in-process for debugging).
   tuner::WorkerOptions worker_options;
@@ -668,10 +665,7 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   sweep_cmd->add_option("--idempotency-key", sweep->idempotency_key, "a retry with the same key returns the same sweep");
   sweep_cmd->add_flag("--local", sweep->local, "no daemon: run the sweep in this process on the embedded database (--db)");
   sweep_cmd->add_option("--db", sweep->db, "database for --local")->capture_default_str();
-  sweep_cmd->add_option("--min-repetition-ms", sweep->min_repetition_ms, "--local: minimum length of one timed repetition")->capture_default_str();
-  sweep_cmd->add_option("--repetitions", sweep->repetitions, "--local: timed repetitions per config")->capture_default_str();
-  sweep_cmd->add_option("--max-cv", sweep->max_cv, "--local: noise limit (robust CV) above which a config is re-timed, then unstable")
-      ->capture_default_str()->check(CLI::Range(1e-3, 1e6));
+  server::AddTimingFlags(sweep_cmd, sweep->timing, "--local: ");
   sweep_cmd->add_option("--worker", sweep->worker, "--local: worker executable (default: blocktune-worker next to this program or in its build tree)");
   sweep_cmd->add_option("--isa", sweep->isa,
                         "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); results are "

@@ -19,6 +19,7 @@
 
 #include "server/http.h"
 #include "server/service.h"
+#include "server/timing_flags.h"
 #include "server/token.h"
 #include "tuner/isolation/worker_evaluator.h"
 
@@ -49,8 +50,7 @@ int main(int argc, char** argv) {
   double sweeps_per_minute = 30;
   double miss_flush_seconds = 5;
   int64_t max_sweep_measurements = 100000;
-  double min_repetition_ms = 20;
-  int repetitions = 5;
+  server::TimingFlags timing;
   app.add_option("--host", host, "address to listen on; loopback unless you mean otherwise")->capture_default_str();
   app.add_option("--port", port, "TCP port; 0 picks a free one (see --port-file)")->capture_default_str()->check(CLI::Range(0, 65535));
   app.add_option("--db", db_path, "SQLite database file (created if missing)")->capture_default_str();
@@ -75,14 +75,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
   app.add_option("--max-sweep-measurements", max_sweep_measurements, "largest sweep accepted (configs x buckets)")
       ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{10000000}));
-  app.add_option("--min-repetition-ms", min_repetition_ms, "minimum length of one timed repetition")
-      ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
-  app.add_option("--repetitions", repetitions, "timed repetitions per config")->capture_default_str()->check(CLI::Range(1, 1000));
-  double max_cv = tuner::TimingOptions{}.max_cv;
-  app.add_option("--max-cv", max_cv,
-                 "noise limit: a config whose repetitions spread more (robust coefficient of variation) is re-timed, "
-                 "then recorded unstable")
-      ->capture_default_str()->check(CLI::Range(1e-3, 1e6));
+  server::AddTimingFlags(&app, timing);
   bool in_process = false;
   tuner::WorkerOptions worker_options;
   int64_t worker_memory_mb = 0;
@@ -158,9 +151,7 @@ int main(int argc, char** argv) {
 
   server::ServiceOptions service_options;
   if (!in_process) service_options.sweep.evaluator = &worker;
-  service_options.sweep.timing.min_repetition_ns = min_repetition_ms * 1e6;
-  service_options.sweep.timing.repetitions = repetitions;
-  service_options.sweep.timing.max_cv = max_cv;
+  timing.ApplyTo(service_options.sweep.timing);
   service_options.backup_dir = backup_dir;
   service_options.sweeps_per_minute = sweeps_per_minute;
   service_options.miss_flush_seconds = miss_flush_seconds;
