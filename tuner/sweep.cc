@@ -174,6 +174,18 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     // The search: ask, measure (or replay what this sweep already stored), tell.
     const EvalRequest eval{&spec, plan.problem, request.threads, request.seed, options.timing, hw.cpu.isa};
     const SearchSpace space(spec.params(), plan.valid);
+    // The index in `results` of config `c`'s measurement in this sweep: the stored one (a resumed
+    // sweep replays what it measured before a restart), or measured now and recorded. The
+    // search and the decision round both go through here, so no config is measured twice.
+    auto measure_once = [&](const Config& c) -> Result<size_t> {
+      if (auto it = measured.find(c.ToString()); it != measured.end()) return it->second;
+      Measurement fresh = base(c);
+      evaluator.Measure(eval, c, fresh);
+      spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", spec.name(),
+                    plan.bucket, c.ToString(), OutcomeName(fresh.outcome), fresh.median_ns, fresh.cv);
+      if (auto s = record(fresh); !s) return std::unexpected(s.error());
+      return results.size() - 1;
+    };
     // A bucket's own earlier landscape is left out, as in simulate: the prior says what this
     // bucket should look like from its neighbours, not what an older kernel measured here.
     SearchPrior prior;
@@ -192,22 +204,17 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       auto next = search->Ask();
       if (!next) break;
       const Config& c = space.config(*next);
-      const Measurement* m = nullptr;
-      if (auto it = measured.find(c.ToString()); it != measured.end()) {
-        ++done;
-        m = &results[it->second];
+      if (measured.count(c.ToString())) {
+        ++done;  // replayed: counted as done when it was first measured, in an earlier run of this sweep
       } else {
         const double elapsed_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - bucket_start).count();
         if (request.budget_seconds > 0 && elapsed_s >= request.budget_seconds) break;
-        Measurement fresh = base(c);
-        evaluator.Measure(eval, c, fresh);
-        spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", spec.name(),
-                      plan.bucket, c.ToString(), OutcomeName(fresh.outcome), fresh.median_ns, fresh.cv);
-        if (auto s = record(fresh); !s) return std::unexpected(s.error());
-        m = &results.back();
       }
-      search->Tell(*next, Observation{m->outcome == Outcome::kOk, m->median_ns});
+      auto at = measure_once(c);
+      if (!at) return std::unexpected(at.error());
+      const Measurement& m = results[*at];
+      search->Tell(*next, Observation{m.outcome == Outcome::kOk, m.median_ns});
     }
     total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
     if (request.strategy == Strategy::kTransfer) {
@@ -242,13 +249,10 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       if (const auto pos = std::find(candidates.begin(), candidates.end(), c); pos != candidates.end()) {
         return static_cast<size_t>(pos - candidates.begin());
       }
-      if (!measured.count(c.ToString())) {
-        Measurement fresh = base(c);
-        evaluator.Measure(eval, c, fresh);
-        ++total;
-        if (auto s = record(fresh); !s) return std::unexpected(s.error());
-      }
-      if (results[measured.at(c.ToString())].outcome != Outcome::kOk) return std::optional<size_t>();
+      if (!measured.count(c.ToString())) ++total;  // beyond the search's planned evaluations
+      auto at = measure_once(c);
+      if (!at) return std::unexpected(at.error());
+      if (results[*at].outcome != Outcome::kOk) return std::optional<size_t>();
       candidates.push_back(c);
       return candidates.size() - 1;
     };
