@@ -11,7 +11,7 @@ source "$(dirname "$0")/lib.sh"
 
 # block_n=128 with four block_m values: 4 x 5 block_k = 20 faulty configs of ~180.
 export BLOCKTUNE_FAULT_INJECT="block_m=48,block_n=128:segfault;block_m=96,block_n=128:spin;block_m=144,block_n=128:abort;block_m=192,block_n=128:exit_without_result"
-timeout_s=2
+timeout_s=4  # a healthy 64^3 config needs ~10 ms, but a worker started on a load-13 machine once took over 2 s
 StartDaemon --worker "$build/tests/blocktune-fault-worker" --worker-timeout-s $timeout_s --worker-memory-mb 1024 \
   --min-repetition-ms 1 --repetitions 2 --max-cv 1000 --log-level error
 
