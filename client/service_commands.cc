@@ -395,6 +395,11 @@ void PrintAnswer(const tuner::LookupAnswer& a) {
     std::printf("median    %.0f ns (%lld samples, sweep %lld, measured %s)\n", a.median_ns,
                 static_cast<long long>(a.samples), static_cast<long long>(a.sweep_id), a.measured_at.c_str());
   }
+  if (a.source == tables::Source::kTuned || a.source == tables::Source::kTunedFallback ||
+      a.source == tables::Source::kNearest) {
+    std::printf("fingerprint %s%s\n", a.fingerprint.empty() ? "unknown" : a.fingerprint.c_str(),
+                a.stale ? " (STALE: measured by another build of the kernel)" : "");
+  }
 }
 
 struct LookupArgs {

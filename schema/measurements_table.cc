@@ -9,8 +9,8 @@ namespace {
 
 constexpr char kInsertMeasurementSql[] =
     "INSERT INTO measurements (sweep_id, bucket, problem, config, outcome, detail, iterations, median_ns, cv, "
-    "max_abs_err, max_rel_err, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+    "max_abs_err, max_rel_err, fingerprint, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
     "RETURNING id, created_at";
 constexpr char kInsertSampleSql[] =
     "INSERT INTO samples (measurement_id, repetition, ns_per_iteration) VALUES (?, ?, ?)";
@@ -18,7 +18,8 @@ constexpr char kBumpProgressSql[] = "UPDATE sweeps SET progress_done = progress_
 constexpr char kSetTaskPlannedSql[] = "UPDATE sweep_tasks SET planned = ? WHERE id = ? AND planned != ?";
 constexpr char kMeasurementColumns[] =
     "SELECT id, sweep_id, bucket, problem, config, outcome, detail, iterations, COALESCE(median_ns, 0), "
-    "COALESCE(cv, 0), COALESCE(max_abs_err, 0), COALESCE(max_rel_err, 0), created_at FROM measurements ";
+    "COALESCE(cv, 0), COALESCE(max_abs_err, 0), COALESCE(max_rel_err, 0), created_at, COALESCE(fingerprint, '') "
+    "FROM measurements ";
 constexpr char kSelectBucketSql[] = "WHERE sweep_id = ? AND bucket = ? ORDER BY id";
 constexpr char kSelectBucketSamplesSql[] =
     "SELECT m.id, s.ns_per_iteration FROM samples s JOIN measurements m ON m.id = s.measurement_id "
@@ -60,6 +61,7 @@ Result<tuner::Measurement> ReadMeasurement(const Statement& st) {
   m.max_abs_err = st.Double(10);
   m.max_rel_err = st.Double(11);
   m.created_at = st.Text(12);
+  m.fingerprint = st.Text(13);
   return m;
 }
 
@@ -94,6 +96,11 @@ Status MeasurementsTable::Record(tuner::Measurement& m, int64_t task_id, int64_t
       st->BindNull(8).BindNull(9);
     }
     st->Bind(10, m.max_abs_err).Bind(11, m.max_rel_err);
+    if (m.fingerprint.empty()) {
+      st->BindNull(12);
+    } else {
+      st->Bind(12, m.fingerprint);
+    }
     auto row = st->Step();
     if (!row) return std::unexpected(row.error());
     m.id = st->Int(0);

@@ -8,13 +8,14 @@ namespace {
 
 constexpr char kUpsertTunedSql[] =
     "INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, "
-    "sweep_id, measurement_id, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "sweep_id, measurement_id, measured_at, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
     "ON CONFLICT (kernel, hardware_key, dtype, bucket) DO UPDATE SET bucket_version = excluded.bucket_version, "
     "config = excluded.config, median_ns = excluded.median_ns, samples = excluded.samples, "
-    "sweep_id = excluded.sweep_id, measurement_id = excluded.measurement_id, measured_at = excluded.measured_at";
+    "sweep_id = excluded.sweep_id, measurement_id = excluded.measurement_id, measured_at = excluded.measured_at, "
+    "fingerprint = excluded.fingerprint";
 constexpr char kTunedColumns[] =
     "SELECT kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, sweep_id, "
-    "measurement_id, measured_at FROM tuned_entries ";
+    "measurement_id, measured_at, COALESCE(fingerprint, '') FROM tuned_entries ";
 constexpr char kSelectTunedSql[] = "WHERE (? = '' OR kernel = ?) ORDER BY kernel, hardware_key, dtype, bucket";
 constexpr char kSelectTunedOneSql[] = "WHERE kernel = ? AND hardware_key = ? AND dtype = ? AND bucket = ?";
 
@@ -34,6 +35,7 @@ Result<tuner::TunedEntry> ReadTunedEntry(const Statement& st) {
   e.sweep_id = st.Int(8);
   e.measurement_id = st.Int(9);
   e.measured_at = st.Text(10);
+  e.fingerprint = st.Text(11);
   return e;
 }
 
@@ -46,6 +48,11 @@ Status TunedTable::Upsert(const tuner::TunedEntry& e) {
   st->Bind(1, e.kernel).Bind(2, e.hardware_key).Bind(3, DTypeName(e.dtype)).Bind(4, e.bucket);
   st->Bind(5, e.bucket_version).Bind(6, e.config.ToString()).Bind(7, e.median_ns).Bind(8, e.samples);
   st->Bind(9, e.sweep_id).Bind(10, e.measurement_id).Bind(11, e.measured_at);
+  if (e.fingerprint.empty()) {
+    st->BindNull(12);
+  } else {
+    st->Bind(12, e.fingerprint);
+  }
   return st->Run();
 }
 

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "kernels/core/fingerprint.h"
+
 namespace blocktune::tuner {
 
 LookupIndex::LookupIndex(std::vector<TunedEntry> rows, std::vector<Override> overrides)
@@ -59,6 +61,8 @@ void FillFromRow(const TunedEntry& e, LookupAnswer& a) {
   a.sweep_id = e.sweep_id;
   a.measurement_id = e.measurement_id;
   a.measured_at = e.measured_at;
+  a.fingerprint = e.fingerprint;
+  a.stale = FreshnessOf(e.kernel, e.fingerprint) == Freshness::kStale;
 }
 
 // Sum over dims of |log2(a) - log2(b)|: a bucket twice as large in one dim is as far as one

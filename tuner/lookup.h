@@ -61,6 +61,11 @@ struct LookupAnswer {
   int64_t sweep_id = 0;
   int64_t measurement_id = 0;
   std::string measured_at;
+  // The answering row's kernel fingerprint (empty: unknown, or no row answered) and whether it
+  // is not this build's (kernels/core/fingerprint.h): a stale row was measured by another
+  // build of the kernel. Rows of unknown fingerprint are not stale.
+  std::string fingerprint;
+  bool stale = false;
   int64_t override_id = 0;   // for source override
   std::string reason;        // for source override
   std::string expires_at;    // for source override

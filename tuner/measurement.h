@@ -49,6 +49,22 @@ struct Measurement {
   double max_abs_err = 0;          // verification against the reference
   double max_rel_err = 0;          // worst error as a fraction of the tolerance (<= 1 passes)
   std::string created_at;          // set by the store (UTC ISO-8601)
+  // The kernel's fingerprint in the build that measured it (KernelFingerprint); empty for
+  // measurements stored before fingerprints existed (unknown).
+  std::string fingerprint;
+};
+
+// What the regression gate of `tables generate --db` decided when a database row would replace
+// a checked-in row of the host's own profile (tuner/gate.h): both configs re-timed side by side.
+struct GateRecord {
+  std::string decision;  // "replaced", "kept", "forced"
+  Config old_config;     // the checked-in row's config
+  Config new_config;     // the database row's config
+  double old_ns = 0;     // medians of the interleaved re-timing (0: not timed, --force)
+  double new_ns = 0;
+  double noise_band = 0;  // relative band inside which the two are not told apart
+  int64_t repetitions = 0;
+  std::string at;        // UTC time of the re-timing
 };
 
 struct TunedEntry {
@@ -63,6 +79,11 @@ struct TunedEntry {
   int64_t sweep_id = 0;
   int64_t measurement_id = 0;
   std::string measured_at;
+  // The kernel's fingerprint in the build that measured the row; empty: unknown (rows from
+  // before fingerprints; `null` in tuned_entries.jsonl). See kernels/core/fingerprint.h.
+  std::string fingerprint;
+  // Set when the regression gate decided this row (tables/tuned_entries.jsonl only).
+  std::optional<GateRecord> gate;
 };
 
 // Search strategies (tuner/search): two that plan a static list and three model-guided ones that

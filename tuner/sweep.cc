@@ -8,6 +8,7 @@
 #include <set>
 #include <spdlog/spdlog.h>
 
+#include "kernels/core/fingerprint.h"
 #include "tuner/search/search.h"
 
 namespace blocktune::tuner {
@@ -157,6 +158,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       m.bucket = plan.bucket;
       m.problem = plan.problem;
       m.config = c;
+      m.fingerprint = std::string(KernelFingerprint(spec.name()));
       return m;
     };
 
@@ -260,7 +262,12 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     auto incumbent = sink.Incumbent(std::string(spec.name()), hw.Key(), request.dtype, plan.bucket);
     if (!incumbent) return std::unexpected(incumbent.error());
     std::optional<size_t> incumbent_at;
-    if (*incumbent && (*incumbent)->bucket_version == spec.bucket_version() && space.Find((*incumbent)->config)) {
+    // A stale incumbent (measured by another build of the kernel) loses to a fresh row: it gets
+    // no incumbent's advantage, the round's winner replaces it.
+    const bool stale_incumbent =
+        *incumbent && FreshnessOf(spec.name(), (*incumbent)->fingerprint) == Freshness::kStale;
+    if (*incumbent && !stale_incumbent && (*incumbent)->bucket_version == spec.bucket_version() &&
+        space.Find((*incumbent)->config)) {
       if (sink.Cancelled()) return winners;
       auto at = join_round((*incumbent)->config);
       if (!at) return std::unexpected(at.error());
@@ -338,6 +345,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     }
     // What guided the search (transfer: whose landscapes it followed), so the record says why
     // these were the candidates.
+    if (stale_incumbent) round.decision += "; the incumbent row was stale (fingerprint " + (*incumbent)->fingerprint + ")";
     if (const std::string how = search->Explain(); !how.empty()) round.decision += "; " + how;
     round.chosen = candidates[chosen];
     for (size_t i = 0; i < retimed.size(); ++i) {
@@ -369,6 +377,8 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     e.sweep_id = sweep_id;
     e.measurement_id = w.id;
     e.measured_at = w.created_at;
+    // Re-timed in this round by this build: this build's fingerprint; else the measurement's.
+    e.fingerprint = retimed_ok ? std::string(KernelFingerprint(spec.name())) : w.fingerprint;
     winners.push_back(std::move(e));
   }
   return winners;

@@ -2,6 +2,8 @@
 // profiles, and their component schemas.
 #include <array>
 
+#include "kernels/core/fingerprint.h"
+
 #include "server/codec.h"
 #include "server/codec/internal.h"
 #include "server/codec/schema.h"
@@ -23,7 +25,9 @@ void AddKernelSchemas(Json& s) {
                                  {"max", Int()}}),
                          "how each dimension maps to its bucket")},
        {"config_space_size", Int("configs an exhaustive sweep tries per bucket")},
-       {"default_config", Ref("Config")}});
+       {"default_config", Ref("Config")},
+       {"fingerprint", Str("this build's kernel fingerprint: a hash of the sources that decide the kernel's speed and "
+                           "of the compiler and flags; tuned rows record the one they were measured with")}});
   s["KernelList"] = Object({{"kernels", Array(Ref("Kernel"))}});
   s["Hardware"] = Object({{"key", Str("dotted path from general to specific, e.g. x86_64.avx512.intel.fam6_mod167.t1")},
                           {"arch", Str()},
@@ -68,7 +72,8 @@ Json EncodeKernel(const KernelSpec& k) {
               {"bucket_version", k.bucket_version()},
               {"buckets", buckets},
               {"config_space_size", k.ConfigSpace().size()},
-              {"default_config", EncodeConfig(k.DefaultConfig())}};
+              {"default_config", EncodeConfig(k.DefaultConfig())},
+              {"fingerprint", KernelFingerprint(k.name())}};
 }
 
 Json EncodeKernelList() {

@@ -54,6 +54,11 @@ void AddLookupSchemas(Json& s) {
                               {"sweep_id", Int()},
                               {"measurement_id", Int()},
                               {"measured_at", Str()},
+                              {"fingerprint",
+                               Nullable(Str("the row's kernel fingerprint (the build that measured it); null: unknown "
+                                            "(rows from before fingerprints) or no row answered"))},
+                              {"stale", Bool("true when the row's fingerprint is not this build's kernel fingerprint: "
+                                             "it was measured by another build of the kernel")},
                               {"override", Ref("OverrideRef"), false}});
   s["LookupQuery"] = LookupQuerySchema();
   s["BatchLookupRequest"] = Object({{"queries", Array(Ref("LookupQuery"), "1 to 256 problems")}});
@@ -77,7 +82,9 @@ Json EncodeLookup(const tuner::LookupAnswer& a) {
          {"samples", a.samples},
          {"sweep_id", a.sweep_id},
          {"measurement_id", a.measurement_id},
-         {"measured_at", a.measured_at}};
+         {"measured_at", a.measured_at},
+         {"fingerprint", a.fingerprint.empty() ? Json(nullptr) : Json(a.fingerprint)},
+         {"stale", a.stale}};
   if (a.source == tables::Source::kOverride) {
     j["override"] = {{"id", a.override_id},
                      {"reason", a.reason},
@@ -169,6 +176,13 @@ std::string EncodeLookupText(const tuner::LookupAnswer& a) {
   AppendInt(out, a.measurement_id);
   out += ",\"measured_at\":";
   AppendString(out, a.measured_at);
+  out += ",\"fingerprint\":";
+  if (a.fingerprint.empty()) {
+    out += "null";
+  } else {
+    AppendString(out, a.fingerprint);
+  }
+  out += a.stale ? ",\"stale\":true" : ",\"stale\":false";
   if (a.source == tables::Source::kOverride) {
     out += ",\"override\":{\"id\":";
     AppendInt(out, a.override_id);
@@ -301,6 +315,9 @@ Result<tuner::LookupAnswer> DecodeLookup(const Json& j) {
   a.queried_hardware = internal::GetString(j, "queried_hardware", "queried_hardware", std::string()).value_or("");
   a.fallback_levels = static_cast<int>(internal::GetInt(j, "fallback_levels", "fallback_levels", 0).value_or(0));
   a.matched_bucket = internal::GetString(j, "matched_bucket", "matched_bucket", std::string()).value_or(a.bucket);
+  // Absent from servers before fingerprints: unknown, not stale.
+  if (auto f = j.find("fingerprint"); f != j.end() && f->is_string()) a.fingerprint = f->get<std::string>();
+  if (auto st = j.find("stale"); st != j.end() && st->is_boolean()) a.stale = st->get<bool>();
   if (auto o = j.find("override"); o != j.end() && o->is_object()) {
     a.override_id = internal::GetInt(*o, "id", "override.id", 0).value_or(0);
     a.reason = internal::GetString(*o, "reason", "override.reason", std::string(), 1 << 16).value_or("");

@@ -19,7 +19,9 @@ void AddTunedSchemas(Json& s) {
                             {"samples", Int()},
                             {"sweep_id", Int()},
                             {"measurement_id", Int()},
-                            {"measured_at", Str()}});
+                            {"measured_at", Str()},
+                            {"fingerprint", Nullable(Str("the kernel's fingerprint in the build that measured the row; "
+                                                         "null: unknown (measured before fingerprints)"))}});
   s["TunedList"] = Object({{"entries", Array(Ref("TunedEntry"))}});
 }
 
@@ -29,7 +31,8 @@ Json EncodeTunedEntry(const tuner::TunedEntry& e) {
   return Json{{"kernel", e.kernel},       {"hardware", e.hardware_key},     {"dtype", DTypeName(e.dtype)},
               {"bucket", e.bucket},       {"bucket_version", e.bucket_version}, {"config", EncodeConfig(e.config)},
               {"median_ns", e.median_ns}, {"samples", e.samples},           {"sweep_id", e.sweep_id},
-              {"measurement_id", e.measurement_id}, {"measured_at", e.measured_at}};
+              {"measurement_id", e.measurement_id}, {"measured_at", e.measured_at},
+              {"fingerprint", e.fingerprint.empty() ? Json(nullptr) : Json(e.fingerprint)}};
 }
 
 Json EncodeTunedList(const std::vector<tuner::TunedEntry>& rows) {
@@ -57,6 +60,7 @@ Result<std::vector<tuner::TunedEntry>> DecodeTunedList(const Json& j) {
     e.samples = internal::GetInt(r, "samples", "samples", 0).value_or(0);
     e.sweep_id = internal::GetInt(r, "sweep_id", "sweep_id", 0).value_or(0);
     e.measured_at = internal::GetString(r, "measured_at", "measured_at", std::string()).value_or("");
+    if (auto f = r.find("fingerprint"); f != r.end() && f->is_string()) e.fingerprint = f->get<std::string>();
     out.push_back(std::move(e));
   }
   return out;

@@ -10,6 +10,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "kernels/core/fingerprint.h"
+
 namespace blocktune::codegen {
 namespace {
 
@@ -93,6 +95,20 @@ Status CheckEntry(const KernelSpec& spec, const tuner::TunedEntry& e, size_t ind
   return {};
 }
 
+// kBuildFingerprint: the kernel's fingerprint in the build the header is compiled with.
+std::string FingerprintSource(const KernelSpec& spec) {
+  std::ostringstream o;
+  o << "// The kernel's fingerprint in this build (empty if blocktune/kernel_fingerprints.h is not on the\n"
+       "// include path: then no row is reported stale). A row whose fingerprint differs is stale.\n"
+       "#ifdef BLOCKTUNE_TABLES_HAVE_FINGERPRINTS\n"
+       "inline constexpr std::string_view kBuildFingerprint = ::blocktune::kernel_fingerprint::"
+    << spec.name() << ";\n"
+       "#else\n"
+       "inline constexpr std::string_view kBuildFingerprint = {};\n"
+       "#endif\n\n";
+  return o.str();
+}
+
 // The header's index (resolve.h's IndexView): hardware keys and dtypes interned in sorted
 // order, and one entry per row, holding the row's rounded dims, sorted by (dtype, dims, key).
 std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEntry>& rows) {
@@ -148,6 +164,70 @@ std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEn
   return o.str();
 }
 
+ordered_json ConfigJson(const Config& c) {
+  ordered_json cfg = ordered_json::object();
+  for (const auto& [n, v] : c.values()) cfg[n] = v;
+  return cfg;
+}
+
+ordered_json GateJson(const tuner::GateRecord& g) {
+  ordered_json j;
+  j["decision"] = g.decision;
+  j["old_config"] = ConfigJson(g.old_config);
+  j["new_config"] = ConfigJson(g.new_config);
+  j["old_ns"] = g.old_ns;
+  j["new_ns"] = g.new_ns;
+  j["noise_band"] = g.noise_band;
+  j["repetitions"] = g.repetitions;
+  j["at"] = g.at;
+  return j;
+}
+
+Result<Config> ParseConfigJson(const ordered_json& j, const std::string& where, const std::string& field) {
+  if (!j.is_object()) return InvalidArgument(where + ": '" + field + "' must be an object", field);
+  Config c;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!it->is_number_integer()) return InvalidArgument(where + ": " + field + "." + it.key() + " must be an integer", field);
+    c.Set(it.key(), it->get<int64_t>());
+  }
+  return c;
+}
+
+Result<tuner::GateRecord> ParseGateJson(const ordered_json& j, const std::string& where) {
+  if (!j.is_object()) return InvalidArgument(where + ": 'gate' must be an object", "gate");
+  tuner::GateRecord g;
+  auto d = j.find("decision");
+  if (d == j.end() || !d->is_string()) return InvalidArgument(where + ": 'gate.decision' must be a string", "gate.decision");
+  g.decision = d->get<std::string>();
+  for (const char* f : {"old_config", "new_config"}) {
+    auto it = j.find(f);
+    if (it == j.end()) return InvalidArgument(where + ": 'gate." + f + "' is missing", std::string("gate.") + f);
+    auto c = ParseConfigJson(*it, where, std::string("gate.") + f);
+    if (!c) return std::unexpected(c.error());
+    (std::string_view(f) == "old_config" ? g.old_config : g.new_config) = std::move(*c);
+  }
+  for (auto [f, out] : {std::pair<const char*, double*>{"old_ns", &g.old_ns}, {"new_ns", &g.new_ns}, {"noise_band", &g.noise_band}}) {
+    auto it = j.find(f);
+    if (it == j.end() || !it->is_number()) return InvalidArgument(where + ": 'gate." + f + "' must be a number", std::string("gate.") + f);
+    *out = it->get<double>();
+  }
+  auto r = j.find("repetitions");
+  if (r == j.end() || !r->is_number_integer()) return InvalidArgument(where + ": 'gate.repetitions' must be an integer", "gate.repetitions");
+  g.repetitions = r->get<int64_t>();
+  auto at = j.find("at");
+  if (at == j.end() || !at->is_string()) return InvalidArgument(where + ": 'gate.at' must be a string", "gate.at");
+  g.at = at->get<std::string>();
+  return g;
+}
+
+// One line for comments: what the gate decided and both timings.
+std::string GateSummary(const tuner::GateRecord& g) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ": old %.0f ns, new %.0f ns, noise band %.1f%%, %lld interleaved reps, %s",
+                g.old_ns, g.new_ns, 100 * g.noise_band, static_cast<long long>(g.repetitions), g.at.c_str());
+  return "gate " + g.decision + " (old " + g.old_config.ToString() + ", new " + g.new_config.ToString() + ")" + buf;
+}
+
 }  // namespace
 
 std::string ExportJsonl(std::vector<tuner::TunedEntry> entries) {
@@ -167,6 +247,8 @@ std::string ExportJsonl(std::vector<tuner::TunedEntry> entries) {
     j["sweep_id"] = e.sweep_id;
     j["measurement_id"] = e.measurement_id;
     j["measured_at"] = e.measured_at;
+    j["fingerprint"] = e.fingerprint.empty() ? ordered_json(nullptr) : ordered_json(e.fingerprint);
+    if (e.gate) j["gate"] = GateJson(*e.gate);
     out += j.dump();
     out += '\n';
   }
@@ -230,6 +312,18 @@ Result<std::vector<tuner::TunedEntry>> ParseJsonl(std::string_view text) {
     e.sweep_id = static_cast<int64_t>(*sweep_id);
     e.measurement_id = static_cast<int64_t>(*measurement_id);
     e.measured_at = *measured_at;
+    if (auto fp = j.find("fingerprint"); fp != j.end() && !fp->is_null()) {
+      if (!fp->is_string() || fp->get<std::string>().empty() ||
+          fp->get<std::string>().find_first_not_of("0123456789abcdef") != std::string::npos) {
+        return InvalidArgument(where + ": 'fingerprint' must be null or a lowercase hex string", "fingerprint");
+      }
+      e.fingerprint = fp->get<std::string>();
+    }
+    if (auto g = j.find("gate"); g != j.end()) {
+      auto gate = ParseGateJson(*g, where);
+      if (!gate) return std::unexpected(gate.error());
+      e.gate = std::move(*gate);
+    }
     out.push_back(std::move(e));
   }
   return out;
@@ -239,7 +333,10 @@ std::vector<tuner::TunedEntry> Merge(std::vector<tuner::TunedEntry> base, const 
   for (const auto& u : update) {
     auto it = std::find_if(base.begin(), base.end(), [&](const auto& b) { return SortKey(b) == SortKey(u); });
     if (it != base.end()) {
-      *it = u;
+      // A stale row (measured by another build of the kernel) never replaces a fresh one.
+      const bool keep = FreshnessOf(u.kernel, u.fingerprint) == Freshness::kStale &&
+                        FreshnessOf(it->kernel, it->fingerprint) == Freshness::kFresh;
+      if (!keep) *it = u;
     } else {
       base.push_back(u);
     }
@@ -264,6 +361,12 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
        "#pragma once\n\n"
        "#include <array>\n#include <cstdint>\n#include <string>\n#include <string_view>\n\n"
        "#include \"resolve.h\"\n\n"
+       "// This build's kernel fingerprints (generated with the kernel library, installed beside\n"
+       "// this folder): rows of another fingerprint are reported stale. Without it nothing is.\n"
+       "#if __has_include(<blocktune/kernel_fingerprints.h>)\n"
+       "#include <blocktune/kernel_fingerprints.h>\n"
+       "#define BLOCKTUNE_TABLES_HAVE_FINGERPRINTS 1\n"
+       "#endif\n\n"
        "namespace blocktune::tables::"
     << ns << " {\n\n";
   o << "struct BlockSizes {\n";
@@ -273,7 +376,8 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
        "  std::string_view hardware;\n  std::string_view dtype;\n  std::string_view bucket;\n"
        "  BlockSizes config;\n  double median_ns;\n  std::int64_t samples;\n"
        "  std::int64_t sweep_id;        // provenance: the sweep and measurement in the tuning DB\n"
-       "  std::int64_t measurement_id;\n};\n\n";
+       "  std::int64_t measurement_id;\n"
+       "  std::string_view fingerprint;  // the kernel's fingerprint in the build that measured it; \"\": unknown\n};\n\n";
   o << "inline constexpr int kBucketVersion = " << spec.bucket_version() << ";\n";
   o << "inline constexpr BlockSizes kDefault" << ConfigValues(spec, spec.DefaultConfig()) << ";\n";
   o << "inline constexpr BucketDim kDims[] = {\n";
@@ -283,11 +387,13 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
       << d.bucket.min << ", " << d.bucket.max << "},\n";
   }
   o << "};\n\n";
+  o << FingerprintSource(spec);
   o << "inline constexpr std::array<Row, " << rows.size() << "> kRows{{\n";
   for (const auto& e : rows) {
+    if (e.gate) o << "    // " << GateSummary(*e.gate) << "\n";
     o << "    {" << CppString(e.hardware_key) << ", " << CppString(DTypeName(e.dtype)) << ", " << CppString(e.bucket)
       << ", " << ConfigValues(spec, e.config) << ", " << Num(e.median_ns) << ", " << e.samples << ", " << e.sweep_id
-      << ", " << e.measurement_id << "},\n";
+      << ", " << e.measurement_id << ", " << CppString(e.fingerprint) << "},\n";
   }
   o << "}};\n\n";
   o << IndexSource(spec, rows);
@@ -299,14 +405,14 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
   }
   braced += "}}";
   o << "// config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,\n"
-       "// fallback_levels, bucket, median_ns, row.\n"
+       "// fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.\n"
        "using Lookup = TableLookup<Row, "
     << nd << ">;\n\n";
   o << "// Dims in kDims order.\n"
        "inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,\n"
        "                         const std::array<std::int64_t, "
     << nd << ">& dims) {\n"
-       "  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);\n}\n\n";
+       "  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);\n}\n\n";
   o << "inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype" << params << ") {\n"
     << "  return LookupDims(hardware_key, dtype, " << braced << ");\n}\n\n";
   o << "// Looks up with this machine's hardware key for the given thread count. The first call detects\n"
@@ -314,7 +420,8 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
        "// precomputes the host's chain over kKeys; later calls compare integers only.\n";
   o << "inline Lookup LookupForHost(int threads, std::string_view dtype" << params << ") {\n"
     << "  static const HostChain host = kIndex.ForHost();\n"
-    << "  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, " << braced << ", threads, dtype);\n"
+    << "  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, " << braced
+    << ", threads, dtype),\n                   kBuildFingerprint);\n"
     << "}\n\n}  // namespace blocktune::tables::" << ns << "\n";
   return o.str();
 }
@@ -406,13 +513,15 @@ std::string GeneratePython(const KernelSpec& spec, const std::vector<tuner::Tune
       << (d.bucket.rounding == tables::Rounding::kPow2Ceil ? "pow2_ceil" : "exact") << "\", " << d.bucket.min << ", "
       << d.bucket.max << "),\n";
   }
-  o << ")\n\n# (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id)\nTUNED = {\n";
+  o << ")\n\n# (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id,\n#   fingerprint or None if unknown)\nTUNED = {\n";
   for (const auto& e : rows) {
+    if (e.gate) o << "    # " << GateSummary(*e.gate) << "\n";
     o << "    (\"" << e.hardware_key << "\", \"" << DTypeName(e.dtype) << "\", \"" << e.bucket << "\"): ({";
     for (size_t i = 0; i < spec.params().size(); ++i) {
       o << (i ? ", " : "") << "\"" << spec.params()[i].name << "\": " << e.config.Get(spec.params()[i].name).value_or(0);
     }
-    o << "}, " << Num(e.median_ns) << ", " << e.samples << ", " << e.sweep_id << ", " << e.measurement_id << "),\n";
+    o << "}, " << Num(e.median_ns) << ", " << e.samples << ", " << e.sweep_id << ", " << e.measurement_id << ", "
+      << (e.fingerprint.empty() ? std::string("None") : "\"" + e.fingerprint + "\"") << "),\n";
   }
   o << "}\n\n_INDEX = _resolve.index(TUNED)\n\n\n"
        "def bucket_id(**dims):\n"
@@ -455,7 +564,9 @@ std::string GenerateJson(const KernelSpec& spec, const std::vector<tuner::TunedE
                         {"median_ns", e.median_ns},
                         {"samples", e.samples},
                         {"sweep_id", e.sweep_id},
-                        {"measurement_id", e.measurement_id}});
+                        {"measurement_id", e.measurement_id},
+                        {"fingerprint", e.fingerprint.empty() ? ordered_json(nullptr) : ordered_json(e.fingerprint)}});
+    if (e.gate) out_rows.back()["gate"] = GateJson(*e.gate);
   }
   j["rows"] = out_rows;
   return j.dump(2) + "\n";

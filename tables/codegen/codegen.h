@@ -29,7 +29,9 @@ std::string_view CheckedInEntriesJsonl();
 std::string ExportJsonl(std::vector<tuner::TunedEntry> entries);
 // Parses jsonl; errors name the line ("line 3: missing field 'config'").
 Result<std::vector<tuner::TunedEntry>> ParseJsonl(std::string_view text);
-// Entries of `update` replace those of `base` with the same (kernel, hardware, dtype, bucket).
+// Entries of `update` replace those of `base` with the same (kernel, hardware, dtype, bucket),
+// except that a stale entry (kernels/core/fingerprint.h) never replaces a fresh one. `tables
+// generate --db` merges through tuner::GatedMerge instead, which adds the regression gate.
 std::vector<tuner::TunedEntry> Merge(std::vector<tuner::TunedEntry> base, const std::vector<tuner::TunedEntry>& update);
 
 std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::TunedEntry>& entries);

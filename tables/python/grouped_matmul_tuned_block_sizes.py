@@ -27,20 +27,21 @@ BUCKET_DIMS = (
     ("groups", "pow2_ceil", 1, 256),
 )
 
-# (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id)
+# (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id,
+#   fingerprint or None if unknown)
 TUNED = {
-    ("x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 96, "tile_k": 256, "tile_n": 2048}, 1.0994966e+08, 5, 7, 424),
-    ("x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 192, "tile_k": 512, "tile_n": 1024}, 129603087.0, 5, 3, 234),
-    ("x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 96, "tile_k": 384, "tile_n": 1024}, 96353556.0, 5, 3, 202),
-    ("x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 192, "tile_k": 384, "tile_n": 1024}, 62284197.0, 5, 8, 462),
-    ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 192, "tile_k": 384, "tile_n": 2048}, 59534238.0, 5, 4, 309),
-    ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 24, "tile_k": 512, "tile_n": 1024}, 48837853.0, 5, 4, 260),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 256, "tile_n": 1024}, 66385372.0, 5, 15, 3915),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 96, "tile_k": 256, "tile_n": 2048}, 76496011.0, 5, 13, 3828),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 48, "tile_k": 384, "tile_n": 2048}, 55614317.0, 5, 13, 3780),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 384, "tile_n": 1024}, 33951891.0, 5, 16, 3933),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 256, "tile_n": 1024}, 37972433.0, 5, 14, 3883),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 24, "tile_k": 512, "tile_n": 512}, 28410246.0, 5, 14, 3861),
+    ("x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 96, "tile_k": 256, "tile_n": 2048}, 1.0994966e+08, 5, 7, 424, None),
+    ("x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 192, "tile_k": 512, "tile_n": 1024}, 129603087.0, 5, 3, 234, None),
+    ("x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 96, "tile_k": 384, "tile_n": 1024}, 96353556.0, 5, 3, 202, None),
+    ("x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 192, "tile_k": 384, "tile_n": 1024}, 62284197.0, 5, 8, 462, None),
+    ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 192, "tile_k": 384, "tile_n": 2048}, 59534238.0, 5, 4, 309, None),
+    ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 24, "tile_k": 512, "tile_n": 1024}, 48837853.0, 5, 4, 260, None),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 256, "tile_n": 1024}, 66385372.0, 5, 15, 3915, None),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 96, "tile_k": 256, "tile_n": 2048}, 76496011.0, 5, 13, 3828, None),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 48, "tile_k": 384, "tile_n": 2048}, 55614317.0, 5, 13, 3780, None),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 384, "tile_n": 1024}, 33951891.0, 5, 16, 3933, None),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups64"): ({"tile_m": 48, "tile_k": 256, "tile_n": 1024}, 37972433.0, 5, 14, 3883, None),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 24, "tile_k": 512, "tile_n": 512}, 28410246.0, 5, 14, 3861, None),
 }
 
 _INDEX = _resolve.index(TUNED)

@@ -30,24 +30,25 @@ BUCKET_DIMS = (
     ("head_dim", "exact", 1, 256),
 )
 
-# (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id)
+# (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id,
+#   fingerprint or None if unknown)
 TUNED = {
-    ("x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 64}, 60583276.0, 5, 3, 263),
-    ("x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 8, "queries_per_block": 64}, 10416790.333333334, 5, 3, 247),
-    ("x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 8, "queries_per_block": 128}, 59987618.0, 5, 1, 111),
-    ("x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 8, "queries_per_block": 8}, 18076068.5, 5, 1, 7),
-    ("x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 64}, 28822977.0, 5, 4, 311),
-    ("x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 8, "queries_per_block": 32}, 5961768.5, 5, 4, 293),
-    ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 128}, 30992428.0, 5, 2, 215),
-    ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 2}, 10629663.0, 5, 2, 116),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 16}, 37365163.0, 5, 11, 3711),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 2, "queries_per_block": 16}, 4721587.5, 5, 11, 3691),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 32, "queries_per_block": 32}, 57634937.0, 5, 6, 3694),
-    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 2, "queries_per_block": 128}, 14374441.0, 5, 6, 3608),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 32}, 18863511.5, 5, 12, 3756),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 2, "queries_per_block": 1}, 2393479.0, 5, 12, 3740),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 2, "queries_per_block": 64}, 27636164.0, 5, 10, 4127),
-    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 32, "queries_per_block": 1}, 7001562.25, 5, 10, 4097),
+    ("x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 64}, 60583276.0, 5, 3, 263, None),
+    ("x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 8, "queries_per_block": 64}, 10416790.333333334, 5, 3, 247, None),
+    ("x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 8, "queries_per_block": 128}, 59987618.0, 5, 1, 111, None),
+    ("x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 8, "queries_per_block": 8}, 18076068.5, 5, 1, 7, None),
+    ("x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 64}, 28822977.0, 5, 4, 311, None),
+    ("x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 8, "queries_per_block": 32}, 5961768.5, 5, 4, 293, None),
+    ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 128}, 30992428.0, 5, 2, 215, None),
+    ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 2}, 10629663.0, 5, 2, 116, None),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 16}, 37365163.0, 5, 11, 3711, None),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 2, "queries_per_block": 16}, 4721587.5, 5, 11, 3691, None),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 32, "queries_per_block": 32}, 57634937.0, 5, 6, 3694, None),
+    ("x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 2, "queries_per_block": 128}, 14374441.0, 5, 6, 3608, None),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 4, "queries_per_block": 32}, 18863511.5, 5, 12, 3756, None),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 2, "queries_per_block": 1}, 2393479.0, 5, 12, 3740, None),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 2, "queries_per_block": 64}, 27636164.0, 5, 10, 4127, None),
+    ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 32, "queries_per_block": 1}, 7001562.25, 5, 10, 4097, None),
 }
 
 _INDEX = _resolve.index(TUNED)

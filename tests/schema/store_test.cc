@@ -300,6 +300,20 @@ TEST_F(StoreTest, TunedEntriesUpsertAndListInKeyOrder) {
   EXPECT_EQ((*rows)[1].config, e.config);
   EXPECT_TRUE(st.tuned().List("nope")->empty());
   EXPECT_EQ(st.tuned().List()->size(), 2u);
+  // Fingerprints (migration 0010): none stored reads back as unknown (empty), one as itself.
+  EXPECT_EQ((*rows)[1].fingerprint, "");
+  e.fingerprint = "0123456789abcdef";
+  ASSERT_TRUE(st.tuned().Upsert(e));
+  EXPECT_EQ((*st.tuned().Get(e.kernel, e.hardware_key, e.dtype, e.bucket))->fingerprint, "0123456789abcdef");
+  EXPECT_EQ(m.fingerprint, "");
+  tuner::Measurement stamped = M(sweep, "m64_n32_k16", 48);
+  stamped.fingerprint = "fedcba9876543210";
+  ASSERT_TRUE(TaskSink(st, **task).Record(stamped, 2, 2));
+  auto stored = st.measurements().ListBucket(sweep, "m64_n32_k16");
+  ASSERT_TRUE(stored);
+  ASSERT_EQ(stored->size(), 2u);
+  EXPECT_EQ((*stored)[0].fingerprint, "");
+  EXPECT_EQ((*stored)[1].fingerprint, "fedcba9876543210");
 }
 
 TEST_F(StoreTest, OverridesUpsertListAndDelete) {

@@ -139,6 +139,17 @@ TEST(Codec, LookupEncodingKeepsParameterOrderAndRoundTrips) {
   EXPECT_EQ(back->bucket, a.bucket);
   EXPECT_EQ(back->queried_hardware, a.queried_hardware);
   EXPECT_EQ(back->fallback_levels, 1);
+  // Unknown fingerprint: null and not stale; a stale row's answer says so in both encoders.
+  EXPECT_NE(text.find(R"("fingerprint":null,"stale":false)"), std::string::npos) << text;
+  a.fingerprint = "00000000deadbeef";
+  a.stale = true;
+  const std::string stale = EncodeLookupText(a);
+  EXPECT_EQ(Json::parse(stale), EncodeLookup(a));
+  EXPECT_NE(stale.find(R"("fingerprint":"00000000deadbeef","stale":true)"), std::string::npos) << stale;
+  auto back_stale = DecodeLookup(Json::parse(stale));
+  ASSERT_TRUE(back_stale);
+  EXPECT_TRUE(back_stale->stale);
+  EXPECT_EQ(back_stale->fingerprint, a.fingerprint);
 }
 
 TEST(Http, TokenComparisonIsExact) {

@@ -520,6 +520,34 @@ TEST(RunSweep, IncumbentIsKeptInsideTheNoiseBandAndReplacedBeyondIt) {
   }
 }
 
+TEST(RunSweep, AStaleIncumbentGetsNoIncumbentsAdvantage) {
+  // The same 1%-slower incumbent that is kept above, but measured by another build of the
+  // kernel (a fingerprint that is not this build's): the round's winner replaces it.
+  SweepRequest r = GridRequest(Strategy::kExhaustive, 0);
+  r.shapes.resize(1);
+  const Config best = NamedInts({{"x", 6}, {"y", 4}, {"z", 64}});
+  const Config close = NamedInts({{"x", 6}, {"y", 4}, {"z", 32}});
+  MemorySink sink;
+  OracleEvaluator eval;
+  eval.override_ns[close.ToString()] = GridCost(best) * 1.01;
+  TunedEntry inc;
+  inc.kernel = "grid";
+  inc.bucket = "n1024";
+  inc.config = close;
+  inc.sweep_id = 99;
+  inc.fingerprint = "00000000deadbeef";
+  sink.incumbent = inc;
+  auto winners = RunGridSweep(r, sink, eval);
+  ASSERT_TRUE(winners);
+  ASSERT_EQ(sink.rounds.size(), 1u);
+  EXPECT_FALSE(sink.rounds[0].incumbent.has_value());
+  EXPECT_EQ((*winners)[0].config, best);
+  EXPECT_EQ((*winners)[0].sweep_id, 1);
+  EXPECT_NE(sink.rounds[0].decision.find("the incumbent row was stale (fingerprint 00000000deadbeef)"),
+            std::string::npos)
+      << sink.rounds[0].decision;
+}
+
 TEST(RunSweep, AnIncumbentTheSearchSkippedIsMeasuredAndVerifiedFirst) {
   SweepRequest r = GridRequest(Strategy::kRandom, 3);
   r.shapes.resize(1);

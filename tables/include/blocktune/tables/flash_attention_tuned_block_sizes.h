@@ -16,6 +16,13 @@
 
 #include "resolve.h"
 
+// This build's kernel fingerprints (generated with the kernel library, installed beside
+// this folder): rows of another fingerprint are reported stale. Without it nothing is.
+#if __has_include(<blocktune/kernel_fingerprints.h>)
+#include <blocktune/kernel_fingerprints.h>
+#define BLOCKTUNE_TABLES_HAVE_FINGERPRINTS 1
+#endif
+
 namespace blocktune::tables::flash_attention {
 
 struct BlockSizes {
@@ -32,6 +39,7 @@ struct Row {
   std::int64_t samples;
   std::int64_t sweep_id;        // provenance: the sweep and measurement in the tuning DB
   std::int64_t measurement_id;
+  std::string_view fingerprint;  // the kernel's fingerprint in the build that measured it; "": unknown
 };
 
 inline constexpr int kBucketVersion = 1;
@@ -46,31 +54,39 @@ inline constexpr BucketDim kDims[] = {
     {"causal", Rounding::kExact, 0, 1},
 };
 
+// The kernel's fingerprint in this build (empty if blocktune/kernel_fingerprints.h is not on the
+// include path: then no row is reported stale). A row whose fingerprint differs is stale.
+#ifdef BLOCKTUNE_TABLES_HAVE_FINGERPRINTS
+inline constexpr std::string_view kBuildFingerprint = ::blocktune::kernel_fingerprint::flash_attention;
+#else
+inline constexpr std::string_view kBuildFingerprint = {};
+#endif
+
 inline constexpr std::array<Row, 24> kRows{{
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 192}, 25786973.0, 5, 9, 4051},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {64, 96}, 113093267.0, 5, 9, 4075},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {128, 192}, 25467823.0, 5, 3, 3285},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 192}, 204517066.0, 5, 3, 3299},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {32, 96}, 108477668.0, 5, 3, 3360},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 96}, 7633213.75, 5, 3, 3405},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 128}, 26099359.0, 5, 10, 4108},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {128, 96}, 57582366.0, 5, 10, 4120},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {128, 256}, 26006485.0, 5, 4, 3435},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal0", {192, 192}, 112358158.0, 5, 4, 3527},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {32, 256}, 55315595.0, 5, 4, 3563},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 96}, 3980977.714285714, 5, 4, 3597},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 64}, 14571178.0, 5, 5, 3440},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {96, 32}, 66627426.0, 5, 5, 3467},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {192, 32}, 19234594.5, 5, 3, 3417},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal0", {192, 128}, 1.5852658e+08, 5, 3, 3372},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {64, 256}, 88745176.0, 5, 3, 3302},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 64}, 7104384.2, 5, 3, 3242},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 64}, 7345445.25, 5, 6, 3488},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {128, 128}, 33798938.0, 5, 6, 3505},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {96, 128}, 11547797.666666666, 5, 7, 3868},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal0", {128, 128}, 92331151.0, 5, 7, 3828},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {96, 192}, 48116551.0, 5, 7, 3773},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 64}, 3467818.875, 5, 7, 3706},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 192}, 25786973.0, 5, 9, 4051, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {64, 96}, 113093267.0, 5, 9, 4075, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {128, 192}, 25467823.0, 5, 3, 3285, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 192}, 204517066.0, 5, 3, 3299, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {32, 96}, 108477668.0, 5, 3, 3360, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 96}, 7633213.75, 5, 3, 3405, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 128}, 26099359.0, 5, 10, 4108, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {128, 96}, 57582366.0, 5, 10, 4120, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {128, 256}, 26006485.0, 5, 4, 3435, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal0", {192, 192}, 112358158.0, 5, 4, 3527, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {32, 256}, 55315595.0, 5, 4, 3563, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 96}, 3980977.714285714, 5, 4, 3597, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 64}, 14571178.0, 5, 5, 3440, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {96, 32}, 66627426.0, 5, 5, 3467, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {192, 32}, 19234594.5, 5, 3, 3417, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal0", {192, 128}, 1.5852658e+08, 5, 3, 3372, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {64, 256}, 88745176.0, 5, 3, 3302, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 64}, 7104384.2, 5, 3, 3242, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {256, 64}, 7345445.25, 5, 6, 3488, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {128, 128}, 33798938.0, 5, 6, 3505, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads1_kv_heads1_seq_q2048_seq_kv2048_head_dim128_causal0", {96, 128}, 11547797.666666666, 5, 7, 3868, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal0", {128, 128}, 92331151.0, 5, 7, 3828, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q2048_seq_kv2048_head_dim128_causal1", {96, 192}, 48116551.0, 5, 7, 3773, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 64}, 3467818.875, 5, 7, 3706, ""},
 }};
 
 // The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
@@ -113,13 +129,13 @@ inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.dat
                                          kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
-// fallback_levels, bucket, median_ns, row.
+// fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
 using Lookup = TableLookup<Row, 7>;
 
 // Dims in kDims order.
 inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 7>& dims) {
-  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
+  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim, std::int64_t causal) {
@@ -131,7 +147,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 // precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim, std::int64_t causal) {
   static const HostChain host = kIndex.ForHost();
-  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal}}, threads, dtype);
+  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal}}, threads, dtype),
+                   kBuildFingerprint);
 }
 
 }  // namespace blocktune::tables::flash_attention

@@ -16,6 +16,13 @@
 
 #include "resolve.h"
 
+// This build's kernel fingerprints (generated with the kernel library, installed beside
+// this folder): rows of another fingerprint are reported stale. Without it nothing is.
+#if __has_include(<blocktune/kernel_fingerprints.h>)
+#include <blocktune/kernel_fingerprints.h>
+#define BLOCKTUNE_TABLES_HAVE_FINGERPRINTS 1
+#endif
+
 namespace blocktune::tables::fused_cross_entropy {
 
 struct BlockSizes {
@@ -33,6 +40,7 @@ struct Row {
   std::int64_t samples;
   std::int64_t sweep_id;        // provenance: the sweep and measurement in the tuning DB
   std::int64_t measurement_id;
+  std::string_view fingerprint;  // the kernel's fingerprint in the build that measured it; "": unknown
 };
 
 inline constexpr int kBucketVersion = 1;
@@ -44,27 +52,35 @@ inline constexpr BucketDim kDims[] = {
     {"backward", Rounding::kExact, 0, 1},
 };
 
+// The kernel's fingerprint in this build (empty if blocktune/kernel_fingerprints.h is not on the
+// include path: then no row is reported stale). A row whose fingerprint differs is stale.
+#ifdef BLOCKTUNE_TABLES_HAVE_FINGERPRINTS
+inline constexpr std::string_view kBuildFingerprint = ::blocktune::kernel_fingerprint::fused_cross_entropy;
+#else
+inline constexpr std::string_view kBuildFingerprint = {};
+#endif
+
 inline constexpr std::array<Row, 20> kRows{{
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "b1024_h512_v8192_backward0", {96, 512, 1024}, 106250671.0, 5, 5, 331},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "b1024_h512_v8192_backward1", {192, 1024, 256}, 452978374.0, 5, 5, 363},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 104454332.0, 5, 1, 5},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "b1024_h512_v8192_backward1", {96, 1024, 1024}, 4.120614e+08, 5, 1, 41},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "b2048_h1024_v16384_backward0", {48, 512, 1024}, 886382479.0, 5, 1, 86},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 106042391.0, 5, 6, 373},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "b1024_h512_v8192_backward1", {288, 128, 2048}, 440685854.0, 5, 6, 409},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b1024_h512_v8192_backward0", {96, 512, 1024}, 52590933.0, 5, 2, 107},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b1024_h512_v8192_backward1", {96, 512, 512}, 279657769.0, 5, 2, 134},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b2048_h1024_v16384_backward0", {96, 512, 512}, 471261039.0, 5, 2, 179},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 55839966.0, 5, 7, 3537},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "b1024_h512_v8192_backward1", {96, 128, 2048}, 2.3736138e+08, 5, 7, 3565},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 75908036.0, 5, 4, 3441},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "b1024_h512_v8192_backward1", {288, 128, 512}, 342107928.0, 5, 4, 3483},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "b2048_h1024_v16384_backward0", {192, 1024, 512}, 606230581.0, 5, 4, 3499},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 28488507.0, 5, 8, 3585},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "b1024_h512_v8192_backward1", {96, 256, 1024}, 119806757.0, 5, 8, 3602},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward0", {288, 256, 1024}, 30529509.0, 5, 17, 3968},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward1", {288, 256, 512}, 120025042.0, 5, 17, 4001},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0", {192, 512, 512}, 236995641.0, 5, 17, 4036},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "b1024_h512_v8192_backward0", {96, 512, 1024}, 106250671.0, 5, 5, 331, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "b1024_h512_v8192_backward1", {192, 1024, 256}, 452978374.0, 5, 5, 363, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 104454332.0, 5, 1, 5, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "b1024_h512_v8192_backward1", {96, 1024, 1024}, 4.120614e+08, 5, 1, 41, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "b2048_h1024_v16384_backward0", {48, 512, 1024}, 886382479.0, 5, 1, 86, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 106042391.0, 5, 6, 373, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "b1024_h512_v8192_backward1", {288, 128, 2048}, 440685854.0, 5, 6, 409, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b1024_h512_v8192_backward0", {96, 512, 1024}, 52590933.0, 5, 2, 107, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b1024_h512_v8192_backward1", {96, 512, 512}, 279657769.0, 5, 2, 134, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b2048_h1024_v16384_backward0", {96, 512, 512}, 471261039.0, 5, 2, 179, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 55839966.0, 5, 7, 3537, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "b1024_h512_v8192_backward1", {96, 128, 2048}, 2.3736138e+08, 5, 7, 3565, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 75908036.0, 5, 4, 3441, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "b1024_h512_v8192_backward1", {288, 128, 512}, 342107928.0, 5, 4, 3483, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "b2048_h1024_v16384_backward0", {192, 1024, 512}, 606230581.0, 5, 4, 3499, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 28488507.0, 5, 8, 3585, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "b1024_h512_v8192_backward1", {96, 256, 1024}, 119806757.0, 5, 8, 3602, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward0", {288, 256, 1024}, 30529509.0, 5, 17, 3968, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b1024_h512_v8192_backward1", {288, 256, 512}, 120025042.0, 5, 17, 4001, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0", {192, 512, 512}, 236995641.0, 5, 17, 4036, ""},
 }};
 
 // The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
@@ -103,13 +119,13 @@ inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.dat
                                          kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
-// fallback_levels, bucket, median_ns, row.
+// fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
 using Lookup = TableLookup<Row, 4>;
 
 // Dims in kDims order.
 inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 4>& dims) {
-  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
+  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
@@ -121,7 +137,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 // precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
   static const HostChain host = kIndex.ForHost();
-  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{b, h, v, backward}}, threads, dtype);
+  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{b, h, v, backward}}, threads, dtype),
+                   kBuildFingerprint);
 }
 
 }  // namespace blocktune::tables::fused_cross_entropy

@@ -16,6 +16,13 @@
 
 #include "resolve.h"
 
+// This build's kernel fingerprints (generated with the kernel library, installed beside
+// this folder): rows of another fingerprint are reported stale. Without it nothing is.
+#if __has_include(<blocktune/kernel_fingerprints.h>)
+#include <blocktune/kernel_fingerprints.h>
+#define BLOCKTUNE_TABLES_HAVE_FINGERPRINTS 1
+#endif
+
 namespace blocktune::tables::grouped_matmul {
 
 struct BlockSizes {
@@ -33,6 +40,7 @@ struct Row {
   std::int64_t samples;
   std::int64_t sweep_id;        // provenance: the sweep and measurement in the tuning DB
   std::int64_t measurement_id;
+  std::string_view fingerprint;  // the kernel's fingerprint in the build that measured it; "": unknown
 };
 
 inline constexpr int kBucketVersion = 1;
@@ -44,19 +52,27 @@ inline constexpr BucketDim kDims[] = {
     {"groups", Rounding::kPow2Ceil, 1, 256},
 };
 
+// The kernel's fingerprint in this build (empty if blocktune/kernel_fingerprints.h is not on the
+// include path: then no row is reported stale). A row whose fingerprint differs is stale.
+#ifdef BLOCKTUNE_TABLES_HAVE_FINGERPRINTS
+inline constexpr std::string_view kBuildFingerprint = ::blocktune::kernel_fingerprint::grouped_matmul;
+#else
+inline constexpr std::string_view kBuildFingerprint = {};
+#endif
+
 inline constexpr std::array<Row, 12> kRows{{
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 1.0994966e+08, 5, 7, 424},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_k1024_n1024_groups64", {192, 512, 1024}, 129603087.0, 5, 3, 234},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_k1024_n1024_groups8", {96, 384, 1024}, 96353556.0, 5, 3, 202},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m4096_k1024_n1024_groups64", {192, 384, 1024}, 62284197.0, 5, 8, 462},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 59534238.0, 5, 4, 309},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 1024}, 48837853.0, 5, 4, 260},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m4096_k1024_n1024_groups64", {48, 256, 1024}, 66385372.0, 5, 15, 3915},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 76496011.0, 5, 13, 3828},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups8", {48, 384, 2048}, 55614317.0, 5, 13, 3780},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m4096_k1024_n1024_groups64", {48, 384, 1024}, 33951891.0, 5, 16, 3933},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups64", {48, 256, 1024}, 37972433.0, 5, 14, 3883},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 512}, 28410246.0, 5, 14, 3861},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 1.0994966e+08, 5, 7, 424, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_k1024_n1024_groups64", {192, 512, 1024}, 129603087.0, 5, 3, 234, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_k1024_n1024_groups8", {96, 384, 1024}, 96353556.0, 5, 3, 202, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m4096_k1024_n1024_groups64", {192, 384, 1024}, 62284197.0, 5, 8, 462, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 59534238.0, 5, 4, 309, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 1024}, 48837853.0, 5, 4, 260, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m4096_k1024_n1024_groups64", {48, 256, 1024}, 66385372.0, 5, 15, 3915, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 76496011.0, 5, 13, 3828, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups8", {48, 384, 2048}, 55614317.0, 5, 13, 3780, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m4096_k1024_n1024_groups64", {48, 384, 1024}, 33951891.0, 5, 16, 3933, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups64", {48, 256, 1024}, 37972433.0, 5, 14, 3883, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 512}, 28410246.0, 5, 14, 3861, ""},
 }};
 
 // The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
@@ -87,13 +103,13 @@ inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.dat
                                          kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
-// fallback_levels, bucket, median_ns, row.
+// fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
 using Lookup = TableLookup<Row, 4>;
 
 // Dims in kDims order.
 inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 4>& dims) {
-  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
+  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
@@ -105,7 +121,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 // precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
   static const HostChain host = kIndex.ForHost();
-  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, k, n, groups}}, threads, dtype);
+  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, k, n, groups}}, threads, dtype),
+                   kBuildFingerprint);
 }
 
 }  // namespace blocktune::tables::grouped_matmul

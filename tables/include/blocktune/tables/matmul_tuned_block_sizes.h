@@ -16,6 +16,13 @@
 
 #include "resolve.h"
 
+// This build's kernel fingerprints (generated with the kernel library, installed beside
+// this folder): rows of another fingerprint are reported stale. Without it nothing is.
+#if __has_include(<blocktune/kernel_fingerprints.h>)
+#include <blocktune/kernel_fingerprints.h>
+#define BLOCKTUNE_TABLES_HAVE_FINGERPRINTS 1
+#endif
+
 namespace blocktune::tables::matmul {
 
 struct BlockSizes {
@@ -33,6 +40,7 @@ struct Row {
   std::int64_t samples;
   std::int64_t sweep_id;        // provenance: the sweep and measurement in the tuning DB
   std::int64_t measurement_id;
+  std::string_view fingerprint;  // the kernel's fingerprint in the build that measured it; "": unknown
 };
 
 inline constexpr int kBucketVersion = 1;
@@ -43,59 +51,67 @@ inline constexpr BucketDim kDims[] = {
     {"k", Rounding::kPow2Ceil, 1, 65536},
 };
 
+// The kernel's fingerprint in this build (empty if blocktune/kernel_fingerprints.h is not on the
+// include path: then no row is reported stale). A row whose fingerprint differs is stale.
+#ifdef BLOCKTUNE_TABLES_HAVE_FINGERPRINTS
+inline constexpr std::string_view kBuildFingerprint = ::blocktune::kernel_fingerprint::matmul;
+#else
+inline constexpr std::string_view kBuildFingerprint = {};
+#endif
+
 inline constexpr std::array<Row, 52> kRows{{
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m1024_n1024_k1024", {144, 4096, 384}, 26665731.0, 5, 7, 3877},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m2048_n2048_k2048", {96, 2048, 256}, 227233187.0, 5, 7, 3915},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m256_n256_k256", {384, 512, 256}, 418573.70588235295, 5, 7, 3850},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m32_n4096_k1024", {192, 4096, 512}, 4433592.571428572, 5, 7, 3928},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m1024_n1024_k1024", {144, 2048, 512}, 25576468.0, 5, 1, 709},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m1024_n1024_k64", {192, 1024, 512}, 2033864.3, 5, 1, 1610},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m128_n128_k128", {48, 128, 256}, 68975.23950617285, 5, 1, 5},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m2048_n2048_k2048", {288, 2048, 512}, 214961949.0, 5, 1, 852},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m256_n256_k256", {144, 2048, 256}, 454743.0483870968, 5, 1, 217},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m32_n4096_k1024", {384, 4096, 192}, 5091155.333333333, 5, 1, 1036},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_n64_k1024", {48, 4096, 512}, 7454370.75, 5, 1, 1265},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m512_n512_k512", {288, 512, 512}, 3542625.5, 5, 1, 457},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m64_n1024_k4096", {144, 2048, 512}, 7275440.25, 5, 1, 1233},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m1024_n1024_k1024", {192, 2048, 512}, 13970827.5, 5, 8, 3972},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m2048_n2048_k2048", {192, 4096, 384}, 107194822.0, 5, 8, 4001},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m256_n256_k256", {96, 512, 256}, 234119.78, 5, 8, 3945},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m32_n4096_k1024", {384, 2048, 512}, 5131093.2, 5, 8, 4025},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m1024_n1024_k1024", {192, 1024, 512}, 18694027.0, 5, 2, 2261},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m1024_n1024_k64", {96, 256, 128}, 1172485.3181818181, 5, 2, 3111},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m128_n128_k128", {96, 2048, 192}, 38531.91502276176, 5, 2, 1661},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m2048_n2048_k2048", {96, 2048, 512}, 127029019.0, 5, 2, 2476},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m256_n256_k256", {48, 2048, 512}, 342344.4404761905, 5, 2, 1844},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m32_n4096_k1024", {288, 4096, 512}, 3176638.8571428573, 5, 2, 2559},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_n64_k1024", {48, 1024, 512}, 3581514.625, 5, 2, 2945},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m512_n512_k512", {96, 4096, 512}, 2252927.1, 5, 2, 2121},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m64_n1024_k4096", {288, 1024, 512}, 4895120.833333333, 5, 2, 2800},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m1024_n1024_k1024", {288, 2048, 384}, 13683163.5, 5, 3, 3275},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m2048_n2048_k2048", {288, 1024, 384}, 114741945.0, 5, 3, 3306},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m256_n256_k256", {288, 1024, 384}, 227970.48, 5, 3, 3261},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m32_n4096_k1024", {96, 1024, 128}, 2704133.7, 5, 3, 3336},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m1024_n1024_k1024", {48, 2048, 256}, 13425732.666666666, 5, 1, 563},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m1024_n1024_k64", {96, 2048, 256}, 857638.78125, 5, 1, 1493},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m128_n128_k128", {96, 2048, 128}, 30422.066595059077, 5, 1, 51},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m2048_n2048_k2048", {384, 4096, 256}, 110592313.0, 5, 1, 898},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m256_n256_k256", {288, 1024, 512}, 215268.55, 5, 1, 320},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m32_n4096_k1024", {96, 256, 512}, 2979297.4444444445, 5, 1, 940},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_n64_k1024", {144, 512, 512}, 4353126.0, 5, 1, 1335},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m512_n512_k512", {96, 1024, 512}, 1676571.1764705882, 5, 1, 410},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m64_n1024_k4096", {384, 2048, 192}, 4708608.666666667, 5, 1, 1252},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m1024_n1024_k1024", {192, 4096, 512}, 6857612.75, 5, 4, 3369},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m2048_n2048_k2048", {192, 2048, 256}, 54484697.0, 5, 4, 3388},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m256_n256_k256", {144, 1024, 512}, 125506.26666666666, 5, 4, 3354},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m32_n4096_k1024", {144, 1024, 256}, 1306185.5909090908, 5, 4, 3429},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m1024_n1024_k1024", {48, 512, 512}, 6822110.25, 5, 2, 2175},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m1024_n1024_k64", {96, 1024, 128}, 476455.7833333333, 5, 2, 3106},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m128_n128_k128", {288, 2048, 384}, 20939.366, 5, 2, 1764},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m2048_n2048_k2048", {192, 1024, 384}, 55478145.0, 5, 2, 2449},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m256_n256_k256", {96, 512, 256}, 117108.55648535564, 5, 2, 1843},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m32_n4096_k1024", {48, 512, 384}, 1542574.7222222222, 5, 2, 2534},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_n64_k1024", {192, 256, 512}, 2200199.6, 5, 2, 2980},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m512_n512_k512", {144, 512, 512}, 866800.125, 5, 2, 2055},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m64_n1024_k4096", {288, 4096, 384}, 2379143.1, 5, 2, 2849},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m1024_n1024_k1024", {144, 4096, 384}, 26665731.0, 5, 7, 3877, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m2048_n2048_k2048", {96, 2048, 256}, 227233187.0, 5, 7, 3915, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m256_n256_k256", {384, 512, 256}, 418573.70588235295, 5, 7, 3850, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "m32_n4096_k1024", {192, 4096, 512}, 4433592.571428572, 5, 7, 3928, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m1024_n1024_k1024", {144, 2048, 512}, 25576468.0, 5, 1, 709, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m1024_n1024_k64", {192, 1024, 512}, 2033864.3, 5, 1, 1610, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m128_n128_k128", {48, 128, 256}, 68975.23950617285, 5, 1, 5, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m2048_n2048_k2048", {288, 2048, 512}, 214961949.0, 5, 1, 852, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m256_n256_k256", {144, 2048, 256}, 454743.0483870968, 5, 1, 217, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m32_n4096_k1024", {384, 4096, 192}, 5091155.333333333, 5, 1, 1036, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m4096_n64_k1024", {48, 4096, 512}, 7454370.75, 5, 1, 1265, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m512_n512_k512", {288, 512, 512}, 3542625.5, 5, 1, 457, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "m64_n1024_k4096", {144, 2048, 512}, 7275440.25, 5, 1, 1233, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m1024_n1024_k1024", {192, 2048, 512}, 13970827.5, 5, 8, 3972, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m2048_n2048_k2048", {192, 4096, 384}, 107194822.0, 5, 8, 4001, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m256_n256_k256", {96, 512, 256}, 234119.78, 5, 8, 3945, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m32_n4096_k1024", {384, 2048, 512}, 5131093.2, 5, 8, 4025, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m1024_n1024_k1024", {192, 1024, 512}, 18694027.0, 5, 2, 2261, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m1024_n1024_k64", {96, 256, 128}, 1172485.3181818181, 5, 2, 3111, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m128_n128_k128", {96, 2048, 192}, 38531.91502276176, 5, 2, 1661, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m2048_n2048_k2048", {96, 2048, 512}, 127029019.0, 5, 2, 2476, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m256_n256_k256", {48, 2048, 512}, 342344.4404761905, 5, 2, 1844, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m32_n4096_k1024", {288, 4096, 512}, 3176638.8571428573, 5, 2, 2559, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_n64_k1024", {48, 1024, 512}, 3581514.625, 5, 2, 2945, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m512_n512_k512", {96, 4096, 512}, 2252927.1, 5, 2, 2121, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m64_n1024_k4096", {288, 1024, 512}, 4895120.833333333, 5, 2, 2800, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m1024_n1024_k1024", {288, 2048, 384}, 13683163.5, 5, 3, 3275, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m2048_n2048_k2048", {288, 1024, 384}, 114741945.0, 5, 3, 3306, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m256_n256_k256", {288, 1024, 384}, 227970.48, 5, 3, 3261, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m32_n4096_k1024", {96, 1024, 128}, 2704133.7, 5, 3, 3336, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m1024_n1024_k1024", {48, 2048, 256}, 13425732.666666666, 5, 1, 563, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m1024_n1024_k64", {96, 2048, 256}, 857638.78125, 5, 1, 1493, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m128_n128_k128", {96, 2048, 128}, 30422.066595059077, 5, 1, 51, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m2048_n2048_k2048", {384, 4096, 256}, 110592313.0, 5, 1, 898, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m256_n256_k256", {288, 1024, 512}, 215268.55, 5, 1, 320, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m32_n4096_k1024", {96, 256, 512}, 2979297.4444444445, 5, 1, 940, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_n64_k1024", {144, 512, 512}, 4353126.0, 5, 1, 1335, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m512_n512_k512", {96, 1024, 512}, 1676571.1764705882, 5, 1, 410, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m64_n1024_k4096", {384, 2048, 192}, 4708608.666666667, 5, 1, 1252, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m1024_n1024_k1024", {192, 4096, 512}, 6857612.75, 5, 4, 3369, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m2048_n2048_k2048", {192, 2048, 256}, 54484697.0, 5, 4, 3388, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m256_n256_k256", {144, 1024, 512}, 125506.26666666666, 5, 4, 3354, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "m32_n4096_k1024", {144, 1024, 256}, 1306185.5909090908, 5, 4, 3429, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m1024_n1024_k1024", {48, 512, 512}, 6822110.25, 5, 2, 2175, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m1024_n1024_k64", {96, 1024, 128}, 476455.7833333333, 5, 2, 3106, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m128_n128_k128", {288, 2048, 384}, 20939.366, 5, 2, 1764, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m2048_n2048_k2048", {192, 1024, 384}, 55478145.0, 5, 2, 2449, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m256_n256_k256", {96, 512, 256}, 117108.55648535564, 5, 2, 1843, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m32_n4096_k1024", {48, 512, 384}, 1542574.7222222222, 5, 2, 2534, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_n64_k1024", {192, 256, 512}, 2200199.6, 5, 2, 2980, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m512_n512_k512", {144, 512, 512}, 866800.125, 5, 2, 2055, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m64_n1024_k4096", {288, 4096, 384}, 2379143.1, 5, 2, 2849, ""},
 }};
 
 // The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
@@ -166,13 +182,13 @@ inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.dat
                                          kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
-// fallback_levels, bucket, median_ns, row.
+// fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
 using Lookup = TableLookup<Row, 3>;
 
 // Dims in kDims order.
 inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 3>& dims) {
-  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
+  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
@@ -184,7 +200,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 // precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t m, std::int64_t n, std::int64_t k) {
   static const HostChain host = kIndex.ForHost();
-  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, n, k}}, threads, dtype);
+  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, n, k}}, threads, dtype),
+                   kBuildFingerprint);
 }
 
 }  // namespace blocktune::tables::matmul

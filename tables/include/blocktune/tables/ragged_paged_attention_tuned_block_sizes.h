@@ -16,6 +16,13 @@
 
 #include "resolve.h"
 
+// This build's kernel fingerprints (generated with the kernel library, installed beside
+// this folder): rows of another fingerprint are reported stale. Without it nothing is.
+#if __has_include(<blocktune/kernel_fingerprints.h>)
+#include <blocktune/kernel_fingerprints.h>
+#define BLOCKTUNE_TABLES_HAVE_FINGERPRINTS 1
+#endif
+
 namespace blocktune::tables::ragged_paged_attention {
 
 struct BlockSizes {
@@ -32,6 +39,7 @@ struct Row {
   std::int64_t samples;
   std::int64_t sweep_id;        // provenance: the sweep and measurement in the tuning DB
   std::int64_t measurement_id;
+  std::string_view fingerprint;  // the kernel's fingerprint in the build that measured it; "": unknown
 };
 
 inline constexpr int kBucketVersion = 1;
@@ -46,23 +54,31 @@ inline constexpr BucketDim kDims[] = {
     {"head_dim", Rounding::kExact, 1, 256},
 };
 
+// The kernel's fingerprint in this build (empty if blocktune/kernel_fingerprints.h is not on the
+// include path: then no row is reported stale). A row whose fingerprint differs is stale.
+#ifdef BLOCKTUNE_TABLES_HAVE_FINGERPRINTS
+inline constexpr std::string_view kBuildFingerprint = ::blocktune::kernel_fingerprint::ragged_paged_attention;
+#else
+inline constexpr std::string_view kBuildFingerprint = {};
+#endif
+
 inline constexpr std::array<Row, 16> kRows{{
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 64}, 60583276.0, 5, 3, 263},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 64}, 10416790.333333334, 5, 3, 247},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {8, 128}, 59987618.0, 5, 1, 111},
-    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 8}, 18076068.5, 5, 1, 7},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 64}, 28822977.0, 5, 4, 311},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 32}, 5961768.5, 5, 4, 293},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 128}, 30992428.0, 5, 2, 215},
-    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {4, 2}, 10629663.0, 5, 2, 116},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 16}, 37365163.0, 5, 11, 3711},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {2, 16}, 4721587.5, 5, 11, 3691},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {32, 32}, 57634937.0, 5, 6, 3694},
-    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {2, 128}, 14374441.0, 5, 6, 3608},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 32}, 18863511.5, 5, 12, 3756},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {2, 1}, 2393479.0, 5, 12, 3740},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {2, 64}, 27636164.0, 5, 10, 4127},
-    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {32, 1}, 7001562.25, 5, 10, 4097},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 64}, 60583276.0, 5, 3, 263, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 64}, 10416790.333333334, 5, 3, 247, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {8, 128}, 59987618.0, 5, 1, 111, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 8}, 18076068.5, 5, 1, 7, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 64}, 28822977.0, 5, 4, 311, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {8, 32}, 5961768.5, 5, 4, 293, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 128}, 30992428.0, 5, 2, 215, ""},
+    {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {4, 2}, 10629663.0, 5, 2, 116, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 16}, 37365163.0, 5, 11, 3711, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {2, 16}, 4721587.5, 5, 11, 3691, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {32, 32}, 57634937.0, 5, 6, 3694, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {2, 128}, 14374441.0, 5, 6, 3608, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {4, 32}, 18863511.5, 5, 12, 3756, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "bf16", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {2, 1}, 2393479.0, 5, 12, 3740, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs16_max_kv_len2048_prefill_q_len256_page_size16_heads8_kv_heads2_head_dim128", {2, 64}, 27636164.0, 5, 10, 4127, ""},
+    {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {32, 1}, 7001562.25, 5, 10, 4097, ""},
 }};
 
 // The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
@@ -97,13 +113,13 @@ inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.dat
                                          kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
-// fallback_levels, bucket, median_ns, row.
+// fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
 using Lookup = TableLookup<Row, 7>;
 
 // Dims in kDims order.
 inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 7>& dims) {
-  return LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype);
+  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
@@ -115,7 +131,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 // precomputes the host's chain over kKeys; later calls compare integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
   static const HostChain host = kIndex.ForHost();
-  return LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}}, threads, dtype);
+  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}}, threads, dtype),
+                   kBuildFingerprint);
 }
 
 }  // namespace blocktune::tables::ragged_paged_attention

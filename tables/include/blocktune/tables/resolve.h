@@ -525,7 +525,23 @@ struct TableLookup {
   BucketName<NDims> bucket;  // the problem's bucket; .str() gives its id
   double median_ns;          // 0 for the default
   const Row* row;            // provenance (sweep and measurement ids); null for the default
+  // The row's kernel fingerprint (empty: unknown, or the default), and whether it differs from
+  // the fingerprint of the build the header is compiled with (MarkStale): a stale row was
+  // measured by another build of the kernel. Unknown fingerprints are never stale.
+  std::string_view fingerprint = {};
+  bool stale = false;
 };
+
+// Sets `fingerprint` and `stale` of a lookup answered by a row with a `fingerprint` member.
+// `build` empty (fingerprints unavailable): nothing is reported stale.
+template <typename Lookup>
+Lookup MarkStale(Lookup r, std::string_view build) {
+  if (r.row != nullptr) {
+    r.fingerprint = r.row->fingerprint;
+    r.stale = !build.empty() && !r.fingerprint.empty() && !SameText(r.fingerprint, build);
+  }
+  return r;
+}
 
 template <typename Row, std::size_t NRows, typename Entry, std::size_t NDims>
 TableLookup<Row, NDims> AnswerFrom(const std::array<Row, NRows>& rows, const Resolution& r,

@@ -1,0 +1,168 @@
+// The regression gate; see gate.h.
+#include "tuner/gate.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <tuple>
+
+#include "kernels/core/fingerprint.h"
+#include "kernels/core/hardware.h"
+#include "tuner/lookup.h"
+#include "tuner/sweep.h"
+
+namespace blocktune::tuner {
+namespace {
+
+auto Key(const TunedEntry& e) { return std::make_tuple(e.kernel, e.hardware_key, e.dtype, e.bucket); }
+
+}  // namespace
+
+int KeyThreads(std::string_view key) {
+  const size_t dot = key.rfind('.');
+  if (dot == std::string_view::npos || dot + 2 > key.size() || key[dot + 1] != 't') return 0;
+  int t = 0;
+  for (char c : key.substr(dot + 2)) {
+    if (c < '0' || c > '9' || t > 100000) return 0;
+    t = t * 10 + (c - '0');
+  }
+  return t;
+}
+
+bool IsHostKey(std::string_view key) {
+  const int threads = KeyThreads(key);
+  return threads > 0 && HardwareProfile::Detect(threads).Key() == key;
+}
+
+Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const std::vector<TunedEntry>& update,
+                                           const GateOptions& options, std::vector<GateEvent>* events) {
+  const auto find_kernel = options.find_kernel ? options.find_kernel : [](std::string_view n) { return FindKernel(n); };
+  const auto is_host = options.is_host_key ? options.is_host_key : [](std::string_view k) { return IsHostKey(k); };
+  std::unique_ptr<InProcessEvaluator> own;
+  Evaluator* evaluator = options.evaluator;
+  for (const TunedEntry& u : update) {
+    auto it = std::find_if(base.begin(), base.end(), [&](const TunedEntry& b) { return Key(b) == Key(u); });
+    if (it == base.end()) {
+      base.push_back(u);
+      continue;
+    }
+    TunedEntry& b = *it;
+    GateEvent ev{u.kernel, u.hardware_key, std::string(DTypeName(u.dtype)), u.bucket, "", std::nullopt, ""};
+    auto note = [&](std::string what, std::string detail) {
+      ev.what = std::move(what);
+      ev.detail = std::move(detail);
+      if (events != nullptr) events->push_back(ev);
+    };
+    // Staleness first: a row measured by another build of the kernel never replaces a fresh one.
+    if (FreshnessOf(u.kernel, u.fingerprint) == Freshness::kStale &&
+        FreshnessOf(b.kernel, b.fingerprint) == Freshness::kFresh) {
+      note("stale_db_row", "the database row's fingerprint " + u.fingerprint + " is not this build's; kept the fresh row");
+      continue;
+    }
+    if (!is_host(u.hardware_key)) {
+      b = u;
+      note("other_profile", "not this machine's key: merged as it is");
+      continue;
+    }
+    if (b.config == u.config) {
+      b = u;
+      note("same_config", "same config: the database row's measurement replaces the old one");
+      continue;
+    }
+    const KernelSpec* spec = find_kernel(u.kernel);
+    if (spec == nullptr) return InvalidArgument("unknown kernel '" + u.kernel + "'", "kernel");
+    if (b.bucket_version != spec->bucket_version()) {
+      b = u;
+      note("old_row_invalid", "the checked-in row is of another bucket version");
+      continue;
+    }
+    GateRecord rec;
+    rec.old_config = b.config;
+    rec.new_config = u.config;
+    rec.at = options.now.empty() ? UtcNow() : options.now;
+    if (options.force) {
+      rec.decision = "forced";
+      b = u;
+      b.gate = rec;
+      ev.record = rec;
+      note("forced", "--force: replaced without timing");
+      continue;
+    }
+    auto problem = spec->ProblemFromBucket(u.dtype, u.bucket);
+    if (!problem) return std::unexpected(WithPathPrefix(problem.error(), "bucket"));
+    const int threads = std::max(1, KeyThreads(u.hardware_key));
+    if (evaluator == nullptr) {
+      own = std::make_unique<InProcessEvaluator>();
+      evaluator = own.get();
+    }
+    // Both must pass verification on this build before either is timed.
+    const HardwareProfile hw = HardwareProfile::Detect(threads);
+    auto check = [&](const Config& c, Measurement& m) {
+      if (auto s = spec->ValidateConfig(c, *problem, hw); !s) {
+        m.detail = "invalid here: " + s.error().message;
+        return false;
+      }
+      return VerifyConfig(*spec, c, *problem, threads, m);
+    };
+    Measurement vo, vn;
+    const bool old_ok = check(b.config, vo);
+    const bool new_ok = check(u.config, vn);
+    if (!new_ok) {
+      rec.decision = "kept";
+      b.gate = rec;
+      ev.record = rec;
+      note("kept", "the new config failed verification: " + vn.detail);
+      continue;
+    }
+    if (!old_ok) {
+      rec.decision = "replaced";
+      b = u;
+      b.gate = rec;
+      ev.record = rec;
+      note("replaced", "the old config failed verification: " + vo.detail);
+      continue;
+    }
+    const EvalRequest req{spec, *problem, threads, 1, options.timing, std::string(tables::KeyIsa(u.hardware_key))};
+    const std::vector<Measurement> t = evaluator->MeasureInterleaved(req, {b.config, u.config});
+    const Measurement& old_m = t.at(0);
+    const Measurement& new_m = t.at(1);
+    rec.old_ns = old_m.median_ns;
+    rec.new_ns = new_m.median_ns;
+    rec.repetitions = static_cast<int64_t>(std::min(old_m.samples_ns.size(), new_m.samples_ns.size()));
+    char buf[200];
+    if (old_m.outcome != Outcome::kOk || new_m.outcome != Outcome::kOk) {
+      const bool take_new = old_m.outcome != Outcome::kOk && new_m.outcome == Outcome::kOk;
+      rec.decision = take_new ? "replaced" : "kept";
+      std::snprintf(buf, sizeof buf, "re-timing: old %s, new %s", std::string(OutcomeName(old_m.outcome)).c_str(),
+                    std::string(OutcomeName(new_m.outcome)).c_str());
+    } else {
+      rec.noise_band = NoiseBand(new_m, old_m, options.min_noise_band);
+      const double gain = 1.0 - new_m.median_ns / old_m.median_ns;
+      rec.decision = gain > rec.noise_band ? "replaced" : "kept";
+      std::snprintf(buf, sizeof buf, "new config %.1f%% %s than the old, noise band %.1f%%", 100 * std::abs(gain),
+                    gain >= 0 ? "faster" : "slower", 100 * rec.noise_band);
+    }
+    ev.record = rec;
+    if (rec.decision == "replaced") {
+      b = u;
+      b.gate = rec;
+    } else {
+      b.gate = rec;
+      // The old config was just timed by this build and won: a stale row is re-stamped (its
+      // median is this timing); an unknown one stays unknown (nothing re-measured its sweep).
+      if (FreshnessOf(b.kernel, b.fingerprint) == Freshness::kStale && old_m.outcome == Outcome::kOk) {
+        b.fingerprint = std::string(KernelFingerprint(b.kernel));
+        b.median_ns = old_m.median_ns;
+        b.samples = rec.repetitions;
+      }
+    }
+    note(rec.decision, buf);
+  }
+  std::sort(base.begin(), base.end(), [](const TunedEntry& a, const TunedEntry& b) {
+    return std::make_tuple(a.kernel, a.hardware_key, std::string(DTypeName(a.dtype)), a.bucket) <
+           std::make_tuple(b.kernel, b.hardware_key, std::string(DTypeName(b.dtype)), b.bucket);
+  });
+  return base;
+}
+
+}  // namespace blocktune::tuner
