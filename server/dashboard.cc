@@ -51,12 +51,12 @@ std::optional<store::OverrideRecord> OverrideFor(const std::vector<store::Overri
 // Measurements of (sweep, bucket), read once per pair while building one answer.
 class BucketCache {
  public:
-  explicit BucketCache(Service& svc) : svc_(svc) {}
+  BucketCache(Service& svc, bool with_samples) : svc_(svc), with_samples_(with_samples) {}
   Result<const std::vector<tuner::Measurement>*> Get(int64_t sweep_id, const std::string& bucket) {
     const auto key = std::make_pair(sweep_id, bucket);
     auto it = cache_.find(key);
     if (it == cache_.end()) {
-      auto ms = svc_.store().measurements().ListBucket(sweep_id, bucket);
+      auto ms = svc_.store().measurements().ListBucket(sweep_id, bucket, with_samples_);
       if (!ms) return std::unexpected(ms.error());
       it = cache_.emplace(key, std::move(*ms)).first;
     }
@@ -65,6 +65,7 @@ class BucketCache {
 
  private:
   Service& svc_;
+  bool with_samples_;
   std::map<std::pair<int64_t, std::string>, std::vector<tuner::Measurement>> cache_;
 };
 
@@ -137,14 +138,12 @@ Result<LandscapeView> BuildLandscape(Service& svc, int64_t sweep_id, const std::
     for (const auto& p : spec->params()) v.params.emplace_back(p.name);
     v.default_config = spec->DefaultConfig();
   }
-  auto ms = svc.store().measurements().ListBucket(sweep_id, v.bucket);
+  auto ms = svc.store().measurements().ListBucket(sweep_id, v.bucket, /*with_samples=*/false);
   if (!ms) return std::unexpected(ms.error());
   v.measurements = std::move(*ms);
   std::optional<double> first;
   v.t_seconds.reserve(v.measurements.size());
   for (auto& m : v.measurements) {
-    m.samples_ns.clear();
-    m.samples_ns.shrink_to_fit();
     const auto t = EpochSeconds(m.created_at);
     if (t && !first) first = t;
     v.t_seconds.push_back(t && first ? *t - *first : 0.0);
@@ -163,7 +162,7 @@ Result<SweepBestView> BuildSweepBest(Service& svc, int64_t sweep_id) {
   const KernelSpec* spec = FindKernel(v.sweep.request.kernel);
   for (auto& t : *tasks) {
     BucketBest b;
-    auto ms = svc.store().measurements().ListBucket(sweep_id, t.bucket);
+    auto ms = svc.store().measurements().ListBucket(sweep_id, t.bucket, /*with_samples=*/false);
     if (!ms) return std::unexpected(ms.error());
     b.measured = static_cast<int64_t>(ms->size());
     for (auto& m : *ms) {
@@ -171,7 +170,6 @@ Result<SweepBestView> BuildSweepBest(Service& svc, int64_t sweep_id) {
       ++b.ok;
       if (!b.best || m.median_ns < b.best->median_ns) b.best = m;
     }
-    if (b.best) b.best->samples_ns.clear();
     if (spec != nullptr) {
       if (const auto* d = FindPassing(*ms, spec->DefaultConfig())) b.default_median_ns = d->median_ns;
     }
@@ -184,7 +182,7 @@ Result<SweepBestView> BuildSweepBest(Service& svc, int64_t sweep_id) {
 
 Result<std::vector<WinnerView>> BuildWinners(Service& svc, const std::string& kernel, const std::string& dtype,
                                              int64_t stale_days) {
-  BucketCache cache(svc);
+  BucketCache cache(svc, /*with_samples=*/false);
   return Winners(svc, cache, svc.Tuned(kernel, "", dtype), stale_days);
 }
 
@@ -199,7 +197,7 @@ Result<ExplainView> BuildExplain(Service& svc, const std::string& kernel, const 
                         "', dtype '" + guards::Clip(dtype) + "', bucket '" + guards::Clip(bucket) + "'",
                     "bucket");
   }
-  BucketCache cache(svc);
+  BucketCache cache(svc, /*with_samples=*/true);  // the ranked configs show theirs
   auto winners = Winners(svc, cache, {rows.front()}, 90);
   if (!winners) return std::unexpected(winners.error());
   ExplainView v;

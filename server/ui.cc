@@ -17,12 +17,13 @@ const UiAsset* Find(std::string_view name) {
   return nullptr;
 }
 
-// The page may load only its own scripts and styles and talk only to this daemon: a CDN URL
-// or any other origin slipped into the UI is blocked (and reported as a console error, which
-// the browser test fails on). ECharts sets element styles, hence 'unsafe-inline' for styles.
+// The page may load only its own scripts and styles, talk only to this daemon and submit forms
+// (/ui/compare's) only to it: a CDN URL or any other origin slipped into the UI is blocked and
+// reported as a console error, which the browser test fails on. ECharts sets element styles,
+// hence 'unsafe-inline' for styles.
 constexpr const char* kCsp =
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
-    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+    "connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 void Send(httplib::Response& res, const UiAsset& a, bool immutable) {
   res.status = 200;

@@ -12,6 +12,20 @@ namespace blocktune::server {
 using namespace http_util;
 using wire::Json;
 
+namespace {
+
+// cpp-httplib 0.11.4 compresses a body whose Content-Type is exactly "application/json" when the
+// client accepts it, with brotli at quality 11 when a browser offers "br": ~6 s for the 1.4 MB
+// landscape of 20,000 measurements on a loaded 2-core machine, against 0.5 s to build it. The
+// same type with its charset parameter is not on the library's list, so these large answers go
+// out as they are (over loopback or a LAN that is the fast way).
+void SendLargeJson(httplib::Response& res, const Json& body) {
+  res.status = 200;
+  res.set_content(wire::Dump(body), "application/json; charset=utf-8");
+}
+
+}  // namespace
+
 void BindDashboardHandlers(Handlers& h, const HandlerContext& ctx) {
   Service& svc = ctx.service;
   h[api::Index(api::Op::kGetSweepLandscape)] = [&svc](const httplib::Request& req, httplib::Response& res) {
@@ -21,7 +35,7 @@ void BindDashboardHandlers(Handlers& h, const HandlerContext& ctx) {
     if (!bucket) return SendError(res, bucket.error());
     auto v = BuildLandscape(svc, *id, *bucket);
     if (!v) return SendError(res, v.error());
-    SendJson(res, 200, wire::EncodeLandscape(*v));
+    SendLargeJson(res, wire::EncodeLandscape(*v));
   };
 
   h[api::Index(api::Op::kGetSweepBest)] = [&svc](const httplib::Request& req, httplib::Response& res) {
@@ -29,7 +43,7 @@ void BindDashboardHandlers(Handlers& h, const HandlerContext& ctx) {
     if (!id) return SendError(res, id.error());
     auto v = BuildSweepBest(svc, *id);
     if (!v) return SendError(res, v.error());
-    SendJson(res, 200, wire::EncodeSweepBest(*v));
+    SendLargeJson(res, wire::EncodeSweepBest(*v));
   };
 
   h[api::Index(api::Op::kListWinners)] = [&svc](const httplib::Request& req, httplib::Response& res) {
@@ -41,7 +55,7 @@ void BindDashboardHandlers(Handlers& h, const HandlerContext& ctx) {
     if (!stale_days) return SendError(res, stale_days.error());
     auto rows = BuildWinners(svc, *kernel, *dtype, *stale_days);
     if (!rows) return SendError(res, rows.error());
-    SendJson(res, 200, wire::EncodeWinners(*rows));
+    SendLargeJson(res, wire::EncodeWinners(*rows));
   };
 
   h[api::Index(api::Op::kExplainTuned)] = [&svc](const httplib::Request& req, httplib::Response& res) {
@@ -59,7 +73,7 @@ void BindDashboardHandlers(Handlers& h, const HandlerContext& ctx) {
     if (!top) return SendError(res, top.error());
     auto v = BuildExplain(svc, *args[0], *args[1], *args[2], *args[3], *top);
     if (!v) return SendError(res, v.error());
-    SendJson(res, 200, wire::EncodeExplain(*v));
+    SendLargeJson(res, wire::EncodeExplain(*v));
   };
 }
 

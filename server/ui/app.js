@@ -6,7 +6,9 @@
 // When a page has drawn its data it sets <body data-ready="1"> (the browser test waits on it).
 'use strict';
 
-const bt = (window.bt = { charts: {}, state: {}, timers: [] });
+const bt = (window.bt = { charts: {}, state: {}, timers: [], marks: {} });
+// Milliseconds since navigation at named points of drawing a page (the browser test prints them).
+const mark = (name) => { bt.marks[name] = Math.round(performance.now()); };
 const POLL_MS = 2000;
 
 // ---- helpers -------------------------------------------------------------------------------
@@ -79,15 +81,30 @@ function tuneUrl(e) {
 
 function chart(el, name) {
   const c = echarts.init(el, null, { renderer: 'canvas' });
+  c.done = true;
+  c.on('finished', () => {
+    if (!c.done) mark('drawn ' + name);
+    c.done = true;
+  });
   bt.charts[name] = c;
   return c;
 }
 
-function option(name) {
-  return bt.charts[name] ? bt.charts[name].getOption() : null;
+// setOption, remembering that the chart has not finished rendering it yet (see bt.rendered).
+function draw(c, opt, notMerge) {
+  c.done = false;
+  c.setOption(opt, notMerge);
 }
 
+// Resolves once every chart has finished rendering its last option (progressive rendering
+// of large series included): what "the page has drawn" means for the load-time figures.
+bt.rendered = () => new Promise((resolve) => {
+  const check = () => (Object.values(bt.charts).every((c) => c.done) ? resolve(Math.round(performance.now())) : setTimeout(check, 10));
+  check();
+});
+
 function ready() {
+  mark('ready');
   document.body.dataset.ready = '1';
 }
 
@@ -243,9 +260,11 @@ async function pageSweep(main, id) {
       h('div', { class: 'panel' }, h('b', {}, 'Landscape '), h('span', { class: 'muted', id: 'heat-title' }),
         h('div', { id: 'heatmap', class: 'chart' }))),
     h('div', { class: 'panel' }, h('b', {}, 'Parallel coordinates '),
-      h('span', { class: 'muted' }, '(drag along an axis to brush; the other views show only the brushed configs)'),
+      h('span', { class: 'muted' }, '(drag along an axis to brush; the other views show only the brushed configs) '),
+      h('span', { class: 'muted', id: 'parallel-note' }),
       h('div', { id: 'parallel', class: 'chart tall' })),
-    h('div', { class: 'panel' }, h('b', {}, 'Slices: time against each parameter'), h('div', { id: 'slices', class: 'chart' })),
+    h('div', { class: 'panel' }, h('b', {}, 'Slices: time against each parameter '), h('span', { class: 'muted', id: 'slices-note' }),
+      h('div', { id: 'slices', class: 'chart' })),
     h('div', { class: 'grid' },
       h('div', { class: 'panel' }, h('b', {}, 'Decision round'), h('div', { id: 'decision' })),
       h('div', { class: 'panel' }, h('b', {}, 'Failed configs'), h('div', { id: 'failed', class: 'scroll' }))),
@@ -315,7 +334,9 @@ async function pageSweep(main, id) {
   }
 
   async function loadBucket(fresh) {
-    const land = await api('/v1/sweeps/' + id + '/landscape' + qs({ bucket: st.bucket }));
+    const land = await (prefetched || api('/v1/sweeps/' + id + '/landscape' + qs({ bucket: st.bucket })));
+    prefetched = null;
+    mark('landscape');
     const grew = !st.land || st.land.points.id.length !== land.points.id.length || land.bucket !== st.land.bucket;
     st.land = land;
     st.bucket = land.bucket;
@@ -334,7 +355,9 @@ async function pageSweep(main, id) {
     }
     if (grew || fresh) {
       drawParallel();
+      mark('parallel');
       drawFiltered();
+      mark('filtered');
     }
     drawDecision();
     drawFailed();
@@ -351,6 +374,17 @@ async function pageSweep(main, id) {
     return rows;
   }
 
+  // At most `cap` rows to draw: every k-th (in measurement order) plus the fastest 100, so a
+  // 20,000-config bucket draws in a fraction of the time and still shows its shape and its best.
+  // Brushing and every count use all the rows; only the drawing is thinned.
+  const DRAW_CAP = 4000;
+  function thin(rows, cap, np) {
+    if (rows.length <= cap) return rows;
+    const step = Math.ceil(rows.length / cap);
+    const fastest = new Set([...rows].sort((a, b) => a[np] - b[np]).slice(0, 100));
+    return rows.filter((r, i) => i % step === 0 || fastest.has(r));
+  }
+
   function inBrush(row) {
     for (const [dim, ivs] of Object.entries(st.brush)) {
       const v = row[Number(dim)];
@@ -362,20 +396,23 @@ async function pageSweep(main, id) {
   function drawParallel() {
     const land = st.land;
     const rows = okRows();
+    const drawn = thin(rows, DRAW_CAP, land.params.length);
+    document.getElementById('parallel-note').textContent = drawn.length < rows.length
+      ? '(drawn: ' + drawn.length + ' of ' + rows.length + ' configs, every ' + Math.ceil(rows.length / DRAW_CAP) + 'th and the fastest 100; the brush selects among all)' : '';
     const dims = land.params.map((p, i) => ({ id: 'axis' + i, dim: i, name: p, type: 'log', logBase: 2, nameLocation: 'end',
       min: Math.max(1, Math.min(...rows.map((r) => r[i]))), max: Math.max(1, ...rows.map((r) => r[i])) }));
     const times = rows.map((r) => r[land.params.length]);
     dims.push({ id: 'axis' + land.params.length, dim: land.params.length, name: 'time (ns)', type: 'log', nameLocation: 'end',
       min: times.length ? Math.min(...times) / 1.05 : 1, max: times.length ? Math.max(...times) * 1.05 : 10,
       axisLabel: { formatter: (v) => fmtNs(v) } });
-    charts.par.setOption({
+    draw(charts.par, {
       animation: false,
       parallel: { left: 60, right: 90, top: 40, bottom: 30, parallelAxisDefault: { nameTextStyle: { fontSize: 12 } } },
       parallelAxis: dims,
       visualMap: { show: false, dimension: land.params.length, type: 'continuous', inRange: { color: ['#1a9850', '#fee08b', '#d73027'] },
         min: rows.length ? Math.min(...rows.map((r) => r[land.params.length])) : 0,
         max: rows.length ? Math.max(...rows.map((r) => r[land.params.length])) : 1 },
-      series: [{ type: 'parallel', lineStyle: { width: 1, opacity: rows.length > 2000 ? 0.15 : 0.45 }, data: rows,
+      series: [{ type: 'parallel', lineStyle: { width: 1, opacity: drawn.length > 2000 ? 0.2 : 0.45 }, data: drawn,
         inactiveOpacity: 0.02, activeOpacity: 1, progressive: 2000, smooth: false }],
     }, true);
   }
@@ -393,18 +430,20 @@ async function pageSweep(main, id) {
 
     // Best so far, against evaluations and against time: every measurement in order, the brushed ones.
     const p = land.points;
+    // A step line: only the points where the best improves, and the last evaluation.
     let best = Infinity;
     const byEval = [];
     const byTime = [];
     const keep = new Set(rows.map((r) => r[np + 1]));
     for (let i = 0; i < p.id.length; ++i) {
-      if (p.median_ns[i] !== null && keep.has(i) && p.median_ns[i] < best) best = p.median_ns[i];
-      if (best < Infinity) {
+      const improves = p.median_ns[i] !== null && keep.has(i) && p.median_ns[i] < best;
+      if (improves) best = p.median_ns[i];
+      if (best < Infinity && (improves || i === p.id.length - 1)) {
         byEval.push([i + 1, best]);
         byTime.push([p.t_s[i], best]);
       }
     }
-    charts.best.setOption({
+    draw(charts.best, {
       animation: false,
       tooltip: { trigger: 'axis' },
       legend: { data: ['vs evaluations', 'vs seconds'], top: 0 },
@@ -434,7 +473,7 @@ async function pageSweep(main, id) {
     });
     document.getElementById('heat-title').textContent = '(' + st.y + ' against ' + st.x +
       ': best over the other parameters, coloured by rank; axes are the candidate values, log-spaced)';
-    charts.heat.setOption({
+    draw(charts.heat, {
       animation: false,
       tooltip: { formatter: (q) => st.x + '=' + xs[q.data[0]] + ', ' + st.y + '=' + ys[q.data[1]] + ': ' + fmtNs(q.data[3]) + ' (rank ' + q.data[2] + ')' },
       grid: { left: 70, right: 90, top: 10, bottom: 50 },
@@ -451,14 +490,17 @@ async function pageSweep(main, id) {
     const yAxes = [];
     const series = [];
     const w = 100 / Math.max(1, np);
+    const sample = thin(rows, DRAW_CAP, np);
+    document.getElementById('slices-note').textContent = sample.length < rows.length
+      ? '(drawn: ' + sample.length + ' of ' + rows.length + ' configs, every ' + Math.ceil(rows.length / DRAW_CAP) + 'th and the fastest 100)' : '';
     land.params.forEach((name, i) => {
       grids.push({ left: (i * w + 6) + '%', width: (w - 8) + '%', top: 20, bottom: 45 });
       xAxes.push({ gridIndex: i, type: 'log', logBase: 2, name, nameLocation: 'middle', nameGap: 25, scale: true });
       yAxes.push({ gridIndex: i, type: 'log', scale: true, axisLabel: { formatter: (v) => fmtNs(v), show: i === 0 } });
-      series.push({ name, type: 'scatter', xAxisIndex: i, yAxisIndex: i, symbolSize: 4, large: rows.length > 2000,
-        itemStyle: { opacity: 0.5 }, data: rows.map((r) => [r[i], r[np]]) });
+      series.push({ name, type: 'scatter', xAxisIndex: i, yAxisIndex: i, symbolSize: 4, large: sample.length > 2000,
+        itemStyle: { opacity: 0.5 }, data: sample.map((r) => [r[i], r[np]]) });
     });
-    charts.slices.setOption({ animation: false, grid: grids, xAxis: xAxes, yAxis: yAxes, series }, true);
+    draw(charts.slices, { animation: false, grid: grids, xAxis: xAxes, yAxis: yAxes, series }, true);
   }
 
   function drawDecision() {
@@ -498,7 +540,10 @@ async function pageSweep(main, id) {
     live(running);
     if (running) poll(tick);
   };
+  // The landscape is fetched while the head is drawn: the largest answer is not queued behind it.
+  let prefetched = api('/v1/sweeps/' + id + '/landscape' + qs({ bucket: st.bucket }));
   const running = await drawHead();
+  mark('head');
   await loadBucket(true);
   live(running);
   if (running) poll(tick);
@@ -591,7 +636,7 @@ async function pageTuned(main, kernel, dtype, hardware, bucket) {
     const runnerUp = x.ranked.find((r) => !r.is_winner);
     const bandRel = x.noise_band !== null ? x.noise_band : runnerUp ? runnerUp.noise_band : null;
     const band = winnerRow && bandRel !== null ? winnerRow.median_ns * (1 + bandRel) : null;
-    chart(document.getElementById('ranked-chart'), 'ranked').setOption({
+    draw(chart(document.getElementById('ranked-chart'), 'ranked'), {
       animation: false,
       grid: { left: 10, right: 30, top: 10, bottom: 30, containLabel: true },
       xAxis: { type: 'value', scale: true, axisLabel: { formatter: (v) => fmtNs(v) } },
@@ -606,7 +651,7 @@ async function pageTuned(main, kernel, dtype, hardware, bucket) {
     });
     const points = [];
     x.ranked.forEach((r, i) => r.samples_ns.forEach((v) => points.push([v, i])));
-    chart(document.getElementById('samples-chart'), 'samples').setOption({
+    draw(chart(document.getElementById('samples-chart'), 'samples'), {
       animation: false,
       grid: { left: 10, right: 30, top: 10, bottom: 30, containLabel: true },
       xAxis: { type: 'value', scale: true, axisLabel: { formatter: (v) => fmtNs(v) } },
@@ -678,7 +723,7 @@ async function pageCompare(main) {
         h('td', { class: 'mono' }, r.b ? cfgText(r.b.config) : '–'), h('td', { class: 'num' }, r.b ? fmtNs(r.b.ns) : '–'),
         h('td', { class: 'num' }, r.a && r.b && r.a.ns && r.b.ns ? (r.b.ns / r.a.ns).toFixed(2) : '–')))),
     h('div', { class: 'panel' }, h('div', { id: 'compare-chart', class: 'chart tall' })));
-  chart(document.getElementById('compare-chart'), 'compare').setOption({
+  draw(chart(document.getElementById('compare-chart'), 'compare'), {
     animation: false,
     tooltip: { trigger: 'axis' },
     legend: { data: labels, top: 0 },

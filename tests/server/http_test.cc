@@ -660,7 +660,7 @@ TEST_F(Daemon, ServesTheDashboardAndItsAggregates) {
   ASSERT_TRUE(echarts);
   EXPECT_EQ(echarts->status, 200);
   EXPECT_GT(echarts->body.size(), 500000u);  // the whole library, not a stub
-  EXPECT_EQ(echarts->get_header_value("Content-Type"), "text/javascript; charset=utf-8");
+  EXPECT_EQ(echarts->get_header_value("Content-Type"), "application/javascript; charset=utf-8");
   auto licence = c.Get("/ui/assets/echarts-LICENSE.txt");
   ASSERT_TRUE(licence);
   EXPECT_NE(licence->body.find("Apache License"), std::string::npos);
