@@ -402,7 +402,7 @@ async function pageSweep(main, id) {
     const dims = land.params.map((p, i) => ({ id: 'axis' + i, dim: i, name: p, type: 'log', logBase: 2, nameLocation: 'end',
       min: Math.max(1, Math.min(...rows.map((r) => r[i]))), max: Math.max(1, ...rows.map((r) => r[i])) }));
     const times = rows.map((r) => r[land.params.length]);
-    dims.push({ id: 'axis' + land.params.length, dim: land.params.length, name: 'time (ns)', type: 'log', nameLocation: 'end',
+    dims.push({ id: 'axis' + land.params.length, dim: land.params.length, name: 'median time', type: 'log', nameLocation: 'end',
       min: times.length ? Math.min(...times) / 1.05 : 1, max: times.length ? Math.max(...times) * 1.05 : 10,
       axisLabel: { formatter: (v) => fmtNs(v) } });
     draw(charts.par, {
