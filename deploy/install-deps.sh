@@ -22,6 +22,7 @@ packages=(
   python3           # the e2e test checks the generated Python tables; malformed-request corpus
   wrk               # deploy/bench-lookup.sh: lookup throughput vs a bare cpp-httplib server
   clang-14 libclang-rt-14-dev  # deploy/fuzz-request.sh: libFuzzer target on request decoding
+  chromium          # tests/ui: the dashboard's browser test drives it headless through playwright-core
 )
 
 # The contract tests (tests/contract: Redocly CLI lint of the served OpenAPI document, ajv over

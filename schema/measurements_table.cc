@@ -128,13 +128,15 @@ Status MeasurementsTable::Record(tuner::Measurement& m, int64_t task_id, int64_t
   });
 }
 
-Result<std::vector<tuner::Measurement>> MeasurementsTable::ListBucket(int64_t sweep_id, const std::string& bucket) {
+Result<std::vector<tuner::Measurement>> MeasurementsTable::ListBucket(int64_t sweep_id, const std::string& bucket,
+                                                                      bool with_samples) {
   auto lock = db_.Lock();
   auto st = db_.conn().Prepare(std::string(kMeasurementColumns) + kSelectBucketSql);
   if (!st) return std::unexpected(st.error());
   st->Bind(1, sweep_id).Bind(2, bucket);
   auto rows = ReadRows(*st, ReadMeasurement);
   if (!rows) return std::unexpected(rows.error());
+  if (!with_samples) return rows;
   auto samples = db_.conn().Prepare(kSelectBucketSamplesSql);
   if (!samples) return std::unexpected(samples.error());
   samples->Bind(1, sweep_id).Bind(2, bucket);

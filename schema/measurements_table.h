@@ -20,8 +20,10 @@ class MeasurementsTable {
   // sweep's progress and records the task's planned count (the engine's own total, which may
   // be below the estimate made at submission), in one transaction.
   Status Record(tuner::Measurement& m, int64_t task_id, int64_t task_total);
-  // One bucket of a sweep, oldest first, with samples.
-  Result<std::vector<tuner::Measurement>> ListBucket(int64_t sweep_id, const std::string& bucket);
+  // One bucket of a sweep, oldest first, with samples unless `with_samples` is false (the
+  // dashboard's aggregates, server/dashboard.h, read 20,000-measurement buckets without them).
+  Result<std::vector<tuner::Measurement>> ListBucket(int64_t sweep_id, const std::string& bucket,
+                                                     bool with_samples = true);
   // Measurements with id > after_id, oldest first, at most `limit`, with their samples.
   Result<std::vector<tuner::Measurement>> ListPage(int64_t sweep_id, int64_t after_id, int64_t limit);
   // The transfer prior of a sweep's task: passing measurements (no samples) of earlier sweeps

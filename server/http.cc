@@ -10,6 +10,7 @@
 
 #include "server/guards.h"
 #include "server/handlers/handlers.h"
+#include "server/ui.h"
 
 namespace blocktune::server {
 namespace {
@@ -274,6 +275,9 @@ void HttpServer::Install() {
       std::abort();
     }
   }
+
+  // The dashboard's pages and assets (not routes of the API: see server/ui.h).
+  InstallUi(s);
 
   if (!options_.exchange_log.empty()) {
     log_ = std::fopen(options_.exchange_log.c_str(), "a");

@@ -37,7 +37,8 @@ constexpr int kExitWorker = 8;
 
 int main(int argc, char** argv) {
   using namespace blocktune;
-  CLI::App app{"blocktuned: autotuning daemon serving tuned block sizes over HTTP JSON"};
+  CLI::App app{"blocktuned: autotuning daemon serving tuned block sizes over HTTP JSON, and a read-only "
+               "dashboard at /ui/"};
   std::string host = "127.0.0.1";
   int port = 8787;
   std::string db_path = "var/blocktune.db";

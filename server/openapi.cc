@@ -97,6 +97,7 @@ Json OpenApiDocument() {
       {{"name", "hardware"}, {"description", "Hardware profiles"}},
       {{"name", "tables"}, {"description", "Generated C++ headers"}},
       {{"name", "operations"}, {"description", "Health, readiness, metrics, this document, backups"}},
+      {{"name", "dashboard"}, {"description", "Read-only aggregates the dashboard at /ui/ draws"}},
   });
   return Json{
       {"openapi", "3.1.0"},

@@ -131,6 +131,38 @@ std::vector<Route> MakeRoutes() {
        "Online backup of the database into the backup directory",
        {}, {}, false, {}, "", "application/json",
        {{201, "Backup", "the file written"}, kBadRequest}, ""},
+      // The dashboard's aggregates: one request per view, so a page never pages through raw
+      // measurements (a sweep plans at most --max-sweep-measurements).
+      {kGetSweepLandscape, "getSweepLandscape", "GET", "/v1/sweeps/{id}/landscape", Auth::kPublic, "dashboard",
+       "Every measurement of one bucket of a sweep, column-wise, with the bucket's decision round",
+       {kIdParam},
+       {{"bucket", "string", false, "bucket id (default: the sweep's first bucket)"}},
+       false, {}, "", "application/json",
+       {{200, "Landscape", "the bucket's measurements"}, kBadRequest, kNotFound}, ""},
+      {kGetSweepBest, "getSweepBest", "GET", "/v1/sweeps/{id}/best", Auth::kPublic, "dashboard",
+       "A sweep's fastest passing config per bucket, with the default config's time and the decision round's choice",
+       {kIdParam}, {}, false, {}, "", "application/json",
+       {{200, "SweepBest", "one row per bucket"}, kBadRequest, kNotFound}, ""},
+      {kListWinners, "listWinners", "GET", "/v1/winners", Auth::kPublic, "dashboard",
+       "The tuned rows lookups serve with their speedup over the default config, age, staleness and override",
+       {},
+       {{"kernel", "string", false, "only this kernel"},
+        {"dtype", "string", false, "only this element type"},
+        {"stale_days", "integer", false, "a row measured longer ago than this is stale (default 90)", 1, 36500}},
+       false, {}, "", "application/json", {{200, "WinnerList", "the rows"}, kBadRequest},
+       "A row is stale when its bucket version is not the kernel's current one or it is older than stale_days. "
+       "speedup is null when the default config was not measured (and passed) in the row's sweep and bucket, "
+       "or the row is the checked-in table's (from_database false)."},
+      {kExplainTuned, "explainTuned", "GET", "/v1/tuned/explain", Auth::kPublic, "dashboard",
+       "Why a tuned row holds its config: the bucket's fastest configs with samples, the noise band, the sweep",
+       {},
+       {{"kernel", "string", true, "kernel name"},
+        {"hardware", "string", true, "the row's full hardware key"},
+        {"dtype", "string", true, "element type"},
+        {"bucket", "string", true, "bucket id"},
+        {"top", "integer", false, "fastest configs listed (default 20)", 1, 200}},
+       false, {}, "", "application/json",
+       {{200, "Explain", "the row and the measurements behind it"}, kBadRequest, kNotFound}, ""},
   };
 }
 

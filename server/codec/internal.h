@@ -22,5 +22,6 @@ void AddKernelSchemas(Json& schemas);
 void AddTunedSchemas(Json& schemas);
 void AddOverrideSchemas(Json& schemas);
 void AddMissSchemas(Json& schemas);
+void AddDashboardSchemas(Json& schemas);  // after AddTunedSchemas and AddOverrideSchemas: extends TunedEntry
 
 }  // namespace blocktune::wire::internal

@@ -18,6 +18,7 @@ Handlers BindAllHandlers(const HandlerContext& ctx) {
   BindMissHandlers(h, ctx);
   BindTableHandlers(h, ctx);
   BindOperationHandlers(h, ctx);
+  BindDashboardHandlers(h, ctx);
   return h;
 }
 

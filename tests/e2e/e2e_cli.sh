@@ -53,6 +53,19 @@ expect_rc 0 "$bt" sweeps list --json "${s[@]}"
 grep -q '"id":1' "$work/out"
 expect_rc 0 "$bt" sweeps show 1 "${s[@]}"
 expect_rc 0 "$bt" sweeps measurements 1 --all --limit 1 "${s[@]}"
+# The dashboard's read-only aggregates (server/dashboard.h; the pages themselves: tests/ui).
+curl -fsS "$url/v1/sweeps/1/landscape" | grep -q '"points":{"id":\['
+curl -fsS "$url/v1/sweeps/1/best" | grep -q '"best_config":{"block_m"'
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/sweeps/1/landscape?bucket=nope") == 404 ]]
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/sweeps/99/best") == 404 ]]
+curl -fsS "$url/v1/winners?kernel=matmul&stale_days=30" >"$work/winners.json"
+explain_query=$(python3 -c '
+import json, sys, urllib.parse
+e = [w for w in json.load(open(sys.argv[1]))["entries"] if w["from_database"]][0]
+print(urllib.parse.urlencode({k: e[k] for k in ("kernel", "hardware", "dtype", "bucket")}))' "$work/winners.json")
+curl -fsS "$url/v1/tuned/explain?$explain_query" | grep -q '"ranked":\[{'
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/tuned/explain?kernel=matmul") == 400 ]]
+[[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/winners?stale_days=0") == 400 ]]
 # 1 ms x 2 repetitions on a loaded machine may be judged unstable (a timing verdict): both count.
 [[ $(grep -cE ' (ok|unstable) ' "$work/out") == 2 ]] || { echo "FAIL: measurements"; cat "$work/out"; exit 1; }
 
