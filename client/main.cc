@@ -534,6 +534,7 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--db", tables_args.db, "merge tuned entries from this SQLite database");
   generate_cmd->add_flag("--check", tables_args.check, "write nothing; exit 1 if any generated file is out of date");
   auto service_commands = client::RegisterServiceCommands(app, common, tables_cmd);
+  auto results_commands = client::RegisterResultsCommands(app, common);
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "verify a kernel config against the reference, then time it");
@@ -614,6 +615,7 @@ int main(int argc, char** argv) {
   }
   if (auto s = CheckIsaEnvironment(); !s) return Fail(kExitUsage, s.error().message);
   if (const int rc = service_commands(); rc >= 0) return rc;
+  if (const int rc = results_commands(); rc >= 0) return rc;
   if (generate_cmd->parsed()) return RunTablesGenerate(common, tables_args);
   if (bench_cmd->parsed()) return RunBench(common, bench);
   if (simulate_cmd->parsed()) return RunSimulate(common, simulate);

@@ -22,6 +22,8 @@ packages=(
   python3           # the e2e test checks the generated Python tables; malformed-request corpus
   wrk               # deploy/bench-lookup.sh: lookup throughput vs a bare cpp-httplib server
   clang-14 libclang-rt-14-dev  # deploy/fuzz-request.sh: libFuzzer target on request decoding
+  nginx openssl     # deploy/nginx/blocktune.conf and its e2e test (TLS front, slow clients)
+  slurm-wlm munge   # deploy/slurm/ and its test: a single-node Slurm cluster on 127.0.0.1
 )
 
 # The contract tests (tests/contract: Redocly CLI lint of the served OpenAPI document, ajv over

@@ -153,6 +153,7 @@ Json ComponentSchemas() {
   internal::AddTunedSchemas(s);
   internal::AddOverrideSchemas(s);
   internal::AddMissSchemas(s);
+  internal::AddResultsSchemas(s);
   return s;
 }
 

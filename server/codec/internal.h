@@ -22,5 +22,6 @@ void AddKernelSchemas(Json& schemas);
 void AddTunedSchemas(Json& schemas);
 void AddOverrideSchemas(Json& schemas);
 void AddMissSchemas(Json& schemas);
+void AddResultsSchemas(Json& schemas);
 
 }  // namespace blocktune::wire::internal

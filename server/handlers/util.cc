@@ -18,6 +18,7 @@ Handlers BindAllHandlers(const HandlerContext& ctx) {
   BindMissHandlers(h, ctx);
   BindTableHandlers(h, ctx);
   BindOperationHandlers(h, ctx);
+  BindResultsHandlers(h, ctx);
   return h;
 }
 
