@@ -231,6 +231,13 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
   auto created = store_->sweeps().Create(request, *hw_id, spec->bucket_version(), options_.tool_version, *tasks,
                                               idempotency_key, canonical_request, admit);
   if (!created) return std::unexpected(created.error());
+  if (created->created && tasks->empty()) {
+    // Only a shard can plan nothing (--shard I/N with more shards than this plan has items):
+    // done at once, with nothing to run.
+    if (auto s = store_->sweeps().SetStatus(created->id, store::SweepStatus::kDone); !s) return std::unexpected(s.error());
+    spdlog::info("sweep id={} has nothing in shard {}/{}: done", created->id, request.shard_index, request.shard_count);
+    return created;
+  }
   if (created->created) {
     spdlog::info("sweep queued id={} kernel={} buckets={} threads={} strategy={}", created->id, request.kernel,
                  tasks->size(), request.threads, tuner::StrategyName(request.strategy));
