@@ -45,6 +45,9 @@ std::expected<HttpReply, int> Call(const Common& c, const Target& target, const 
   httplib::Client cli(c.server);
   cli.set_connection_timeout(5);
   cli.set_read_timeout(options.read_timeout_seconds);
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+  if (!options.ca_cert_file.empty()) cli.set_ca_cert_path(options.ca_cert_file);
+#endif
   httplib::Headers headers;
   if (route.auth == api::Auth::kBearer) {
     const std::string token = ResolveToken(c);

@@ -52,6 +52,7 @@ struct CallOptions {
   bool raw = false;  // the answer is not JSON (tables, metrics)
   int read_timeout_seconds = 120;
   bool quiet = false;  // do not print an unreachable server or a 5xx (the caller retries or reports it)
+  std::string ca_cert_file;  // https: trust this PEM file (e.g. a site's own CA) instead of the system's
 };
 
 // An operation of the route table and its URL (path parameters filled in, query appended),

@@ -99,6 +99,7 @@ struct PushArgs {
   int64_t batch = 250;
   int retries = 8;
   int timeout_seconds = 60;
+  std::string cacert;
 };
 
 int RunPush(const Common& c, const PushArgs& a) {
@@ -111,6 +112,7 @@ int RunPush(const Common& c, const PushArgs& a) {
     o.body = wire::Dump(wire::EncodeResultsBatch(b));
     o.read_timeout_seconds = a.timeout_seconds;
     o.quiet = true;
+    o.ca_cert_file = a.cacert;
     // A timeout or a dead server is retried with the same batch id: if the first attempt was
     // applied after all, the server answers from its record and adds nothing.
     for (int attempt = 0;; ++attempt) {
@@ -186,6 +188,10 @@ std::function<int()> RegisterResultsCommands(CLI::App& app, Common& common) {
       ->capture_default_str()->check(CLI::Range(0, 100));
   push_cmd->add_option("--timeout", push->timeout_seconds, "seconds to wait for the answer to one batch")
       ->capture_default_str()->check(CLI::Range(1, 3600));
+  push_cmd->add_option("--cacert", push->cacert,
+                       "with an https:// --server (nginx in front, deploy/nginx/blocktune.conf): trust this PEM "
+                       "certificate or CA instead of the system's")
+      ->check(CLI::ExistingFile);
 
   return [&common, merge, push, merge_cmd, push_cmd]() -> int {
     if (merge_cmd->parsed()) return RunMerge(common, *merge);

@@ -76,6 +76,12 @@ code=$(curl -s -o "$work/auth.json" -w '%{http_code}' --cacert "$work/cert.pem" 
   -H "Authorization: Bearer $token" -d '{}')
 [[ $code == 400 ]] || { echo "FAIL: with the token, POST /v1/results through nginx answered $code"; cat "$work/auth.json"; exit 1; }
 echo "mutating route through nginx: 401 without the token, 400 (body checked) with it"
+# blocktune push over TLS through the front (--cacert), the token passing through.
+"$build/client/blocktune" sweep matmul --local --in-process --shape m=32,n=32,k=32 --db "$work/src.db" \
+  --min-repetition-ms 0.05 --repetitions 1 --max-cv 1000 >/dev/null 2>&1
+"$build/client/blocktune" push --server "$front" --cacert "$work/cert.pem" --token "$token" "$work/src.db"
+[[ $(sqlite3 "$work/db/blocktune.db" "SELECT COUNT(*) FROM measurements") == $(sqlite3 "$work/src.db" "SELECT COUNT(*) FROM measurements") ]] ||
+  { echo "FAIL: push through nginx lost measurements"; exit 1; }
 
 lookup='/v1/lookup?kernel=matmul&m=1000&n=1000&k=1000'
 # Median seconds of 5 lookups: URL, then curl options.
