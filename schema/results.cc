@@ -459,8 +459,7 @@ Status ResultsReader::ForEachBatch(int64_t batch_size, const std::function<Statu
       s.request.strategy = *strategy;
       s.request.budget = st->Int(5);
       s.request.seed = static_cast<uint64_t>(st->Int(6));
-      std::string_view shapes = st->Text(7);
-      std::string shapes_text(shapes);
+      const std::string shapes_text = st->Text(7);
       std::string_view rest = shapes_text;
       while (!rest.empty()) {
         const size_t semi = rest.find(';');
