@@ -42,7 +42,7 @@ struct SweepRecord {
   std::string started_at;
   std::string finished_at;
   tuner::SweepEnvironment environment;  // empty strings until the sweep starts
-  // Provenance (migration 0010): the sweep's identity in every database it is merged into, the
+  // Provenance (migration 0011): the sweep's identity in every database it is merged into, the
   // host it ran on, its kernel's bucket version, and whether it came from another database
   // (blocktune db merge, POST /v1/results; never run here).
   std::string uid;

@@ -1,4 +1,4 @@
--- 0010: many machines, one database (issue 14). A sweep gets an identity that survives a copy
+-- 0011: many machines, one database (issue 14). A sweep gets an identity that survives a copy
 -- to another database (uid), the host it ran on, the shard of its plan it measured
 -- (`blocktune sweep --local --shard I/N`), and whether it was imported by `blocktune db merge`
 -- or POST /v1/results (imported sweeps are never planned or run here: their measurements are
