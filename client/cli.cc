@@ -44,7 +44,10 @@ std::expected<HttpReply, int> Call(const Common& c, const Target& target, const 
   const api::Route& route = api::RouteOf(target.op);
   httplib::Client cli(c.server);
   cli.set_connection_timeout(5);
-  cli.set_read_timeout(120);
+  cli.set_read_timeout(options.read_timeout_seconds);
+#ifdef CPPHTTPLIB_OPENSSL_SUPPORT
+  if (!options.ca_cert_file.empty()) cli.set_ca_cert_path(options.ca_cert_file);
+#endif
   httplib::Headers headers;
   if (route.auth == api::Auth::kBearer) {
     const std::string token = ResolveToken(c);
@@ -56,6 +59,7 @@ std::expected<HttpReply, int> Call(const Common& c, const Target& target, const 
                       : route.method == "DELETE" ? cli.Delete(url, headers, options.body, "application/json")
                                                  : cli.Post(url, headers, options.body, "application/json");
   if (!r) {
+    if (options.quiet) return std::unexpected(kExitUnreachable);
     Fail(kExitUnreachable, "cannot reach " + c.server + ": " + httplib::to_string(r.error()));
     return std::unexpected(kExitUnreachable);
   }
@@ -63,6 +67,7 @@ std::expected<HttpReply, int> Call(const Common& c, const Target& target, const 
   reply.status = r->status;
   reply.text = r->body;
   if (!options.raw || r->status >= 400) reply.body = Json::parse(r->body, nullptr, false);
+  if (r->status >= 500 && options.quiet) return std::unexpected(kExitServerError);
   if (r->status >= 400) {
     const Json& e = reply.body.is_object() && reply.body.contains("error") ? reply.body["error"] : Json();
     if (c.json) {

@@ -50,6 +50,9 @@ struct CallOptions {
   std::string body;
   std::string idempotency_key;
   bool raw = false;  // the answer is not JSON (tables, metrics)
+  int read_timeout_seconds = 120;
+  bool quiet = false;  // do not print an unreachable server or a 5xx (the caller retries or reports it)
+  std::string ca_cert_file;  // https: trust this PEM file (e.g. a site's own CA) instead of the system's
 };
 
 // An operation of the route table and its URL (path parameters filled in, query appended),
@@ -77,5 +80,7 @@ int PrintReply(const Common& c, const HttpReply& reply);
 // Registers sweep, sweeps, lookup, kernels, hardware, tuned, misses, override, tables download, backup,
 // health and metrics. Returns the exit code of the command that parsed, or -1 if none did.
 std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI::App* tables_cmd);
+// Registers `db merge` and `push` (client/results_commands.cc); same convention.
+std::function<int()> RegisterResultsCommands(CLI::App& app, Common& common);
 
 }  // namespace blocktune::client

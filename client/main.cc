@@ -676,6 +676,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--jsonl", tables_args.jsonl, "check this jsonl file instead");
   check_cmd->add_option("--db", tables_args.db, "also this database's tuned rows, merged over the table as blocktuned serves them");
   auto service_commands = client::RegisterServiceCommands(app, common, tables_cmd);
+  auto results_commands = client::RegisterResultsCommands(app, common);
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "verify a kernel config against the reference, then time it");
@@ -756,6 +757,7 @@ int main(int argc, char** argv) {
   }
   if (auto s = CheckIsaEnvironment(); !s) return Fail(kExitUsage, s.error().message);
   if (const int rc = service_commands(); rc >= 0) return rc;
+  if (const int rc = results_commands(); rc >= 0) return rc;
   if (generate_cmd->parsed()) return RunTablesGenerate(common, tables_args);
   if (check_cmd->parsed()) return RunTablesCheck(common, tables_args);
   if (bench_cmd->parsed()) return RunBench(common, bench);

@@ -106,7 +106,27 @@ struct SweepArgs {
   server::TimingFlags timing;  // --local only
   bool from_misses = false;
   int64_t top = 10;
+  std::string shard;  // "I/N" (0 <= I < N), --local only
 };
+
+// "I/N" -> (I, N) with 0 <= I < N <= 100000.
+Result<std::pair<int, int>> ParseShard(const std::string& text) {
+  const size_t slash = text.find('/');
+  const auto bad = [&] { return InvalidArgument("--shard wants I/N with 0 <= I < N, got '" + text + "'", "--shard"); };
+  if (slash == std::string::npos || slash == 0 || slash + 1 == text.size() || slash > 6 || text.size() - slash > 7) {
+    return bad();
+  }
+  int v[2] = {0, 0};
+  for (int part = 0; part < 2; ++part) {
+    const std::string digits = part == 0 ? text.substr(0, slash) : text.substr(slash + 1);
+    for (char ch : digits) {
+      if (ch < '0' || ch > '9') return bad();
+      v[part] = v[part] * 10 + (ch - '0');
+    }
+  }
+  if (v[1] < 1 || v[1] > 100000 || v[0] >= v[1]) return bad();
+  return std::pair<int, int>(v[0], v[1]);
+}
 
 Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
   Json shapes = Json::array();
@@ -183,6 +203,13 @@ int RunSweep(const Common& c, const SweepArgs& a) {
   if (a.kernel.empty() || a.shapes.empty()) return Fail(kExitUsage, "sweep needs KERNEL and --shape (or --from-misses)");
   auto request = BuildSweep(a);
   if (!request) return Fail(kExitUsage, request.error().ToString());
+  if (!a.shard.empty()) {
+    if (!a.local) return Fail(kExitUsage, "--shard runs a slice of the plan on this machine: add --local (and --db)");
+    auto shard = ParseShard(a.shard);
+    if (!shard) return Fail(kExitUsage, shard.error().message);
+    request->shard_index = shard->first;
+    request->shard_count = shard->second;
+  }
   if (a.local) {
     // Before the service detects the host: its hardware key and every worker it starts then
     // carry the forced level.
@@ -680,6 +707,10 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
                       "sweep the most missed buckets of the daemon's host instead of --shape (GET /v1/misses, skipping "
                       "buckets now tuned or pinned): one sweep per kernel, dtype and thread count");
   sweep_cmd->add_option("--top", sweep->top, "with --from-misses: this many buckets")->capture_default_str()->check(CLI::Range(1, 10000));
+  sweep_cmd->add_option("--shard", sweep->shard,
+                        "--local: run slice I of N (0 <= I < N) of the plan, e.g. $SLURM_ARRAY_TASK_ID/4: exhaustive and random "
+                        "cut by (bucket, config), model-guided strategies by bucket; merge the shards' databases with "
+                        "`blocktune db merge`, which chooses the winners (docs/scale.md)");
   sweep_cmd->add_flag("--in-process", sweep->in_process, "--local: run configs in this process (debugging only: a crashing config ends the sweep)");
 
   auto sweeps = std::make_shared<SweepsArgs>();

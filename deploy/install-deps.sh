@@ -23,6 +23,8 @@ packages=(
   wrk               # deploy/bench-lookup.sh: lookup throughput vs a bare cpp-httplib server
   clang-14 libclang-rt-14-dev  # deploy/fuzz-request.sh: libFuzzer target on request decoding
   chromium          # tests/ui: the dashboard's browser test drives it headless through playwright-core
+  nginx openssl     # deploy/nginx/blocktune.conf and its e2e test (TLS front, slow clients)
+  slurm-wlm munge   # deploy/slurm/ and its test: a single-node Slurm cluster on 127.0.0.1
 )
 
 # The contract tests (tests/contract: Redocly CLI lint of the served OpenAPI document, ajv over

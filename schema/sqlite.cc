@@ -3,6 +3,8 @@
 
 #include <sqlite3.h>
 
+#include <cstdio>
+
 namespace blocktune::store {
 namespace {
 
@@ -42,6 +44,33 @@ Result<Connection> Connection::Open(const std::string& path, bool create) {
   }
   sqlite3_extended_result_codes(db, 1);
   // Another process (a CLI --local sweep, a backup) may hold the write lock briefly.
+  sqlite3_busy_timeout(db, 5000);
+  return Connection(db);
+}
+
+Result<Connection> Connection::OpenReadOnly(const std::string& path, bool immutable) {
+  // A URI names the file ("file:" + the path with '%', '?' and '#' escaped) so the mode can
+  // travel with it.
+  std::string uri = "file:";
+  for (const char ch : path) {
+    if (ch == '%' || ch == '?' || ch == '#') {
+      char buf[4];
+      std::snprintf(buf, sizeof buf, "%%%02X", static_cast<unsigned char>(ch));
+      uri += buf;
+    } else {
+      uri += ch;
+    }
+  }
+  uri += immutable ? "?mode=ro&immutable=1" : "?mode=ro";
+  sqlite3* db = nullptr;
+  const int rc =
+      sqlite3_open_v2(uri.c_str(), &db, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI, nullptr);
+  if (rc != SQLITE_OK) {
+    auto err = SqlError(db, rc, "cannot open " + path + " read-only");
+    sqlite3_close(db);
+    return err;
+  }
+  sqlite3_extended_result_codes(db, 1);
   sqlite3_busy_timeout(db, 5000);
   return Connection(db);
 }

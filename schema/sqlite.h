@@ -21,6 +21,11 @@ class Connection {
   // Opens (creating if `create`) the file. A file that is not a SQLite database is reported
   // as data_loss and left untouched.
   static Result<Connection> Open(const std::string& path, bool create);
+  // Opens the file read-only (SQLITE_OPEN_READONLY): nothing through this connection can
+  // change it. `immutable` (SQLite's immutable=1 URI parameter) also promises that no one else
+  // writes it, so SQLite takes no locks and creates no -wal/-shm files beside it: only for a
+  // file without a -wal, i.e. closed cleanly by its last writer.
+  static Result<Connection> OpenReadOnly(const std::string& path, bool immutable);
   Connection() = default;
   Connection(Connection&& o) noexcept : db_(o.db_) { o.db_ = nullptr; }
   Connection& operator=(Connection&& o) noexcept;

@@ -2,7 +2,7 @@
 // connection (schema/database.h) and exposes a class per table group, each with its SQL beside
 // its methods: hardware, sweeps (with idempotency keys and progress), tasks (the runner's
 // leases), measurements (with samples and the transfer prior), decisions (final rounds),
-// tuned entries, overrides, lookup misses, and maintenance (backup, integrity, stats, schema version).
+// tuned entries, overrides, lookup misses, results from other databases (results.h), and maintenance (backup, integrity, stats, schema version).
 // Opening migrates an older schema forward (schema/migrate.h), refuses a newer one, checks
 // integrity, and never rewrites a file that is not ours. Every table operation is one
 // transaction under the connection's one lock.
@@ -20,6 +20,7 @@
 #include "schema/migrate.h"
 #include "schema/misses_table.h"
 #include "schema/overrides_table.h"
+#include "schema/results.h"
 #include "schema/sweeps_table.h"
 #include "schema/tasks_table.h"
 #include "schema/tuned_table.h"
@@ -43,6 +44,7 @@ class Store {
   OverridesTable& overrides() { return overrides_; }
   MissesTable& misses() { return misses_; }
   Maintenance& maintenance() { return maintenance_; }
+  ResultsTable& results() { return results_; }
 
  private:
   explicit Store(Connection conn);
@@ -57,6 +59,7 @@ class Store {
   OverridesTable overrides_{db_};
   MissesTable misses_{db_};
   Maintenance maintenance_{db_};
+  ResultsTable results_{db_};
 };
 
 }  // namespace blocktune::store

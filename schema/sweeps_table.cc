@@ -1,6 +1,8 @@
 // SweepsTable and its SQL; see sweeps_table.h.
 #include "schema/sweeps_table.h"
 
+#include <unistd.h>
+
 #include "schema/rows.h"
 #include "schema/tasks_table.h"
 
@@ -9,8 +11,9 @@ namespace {
 
 constexpr char kInsertSweepSql[] =
     "INSERT INTO sweeps (kernel, dtype, hardware_id, threads, strategy, budget, seed, shapes, status, "
-    "bucket_version, tool_version, progress_total, budget_seconds, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
+    "bucket_version, tool_version, progress_total, budget_seconds, created_at, uid, host, shard_index, shard_count) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
+    "lower(hex(randomblob(16))), ?, ?, ?)";
 constexpr char kSelectIdempotencySql[] =
     "SELECT request, sweep_id FROM idempotency_keys WHERE idempotency_key = ?";
 constexpr char kInsertIdempotencySql[] =
@@ -20,7 +23,8 @@ constexpr char kSweepColumns[] =
     "SELECT s.id, s.kernel, s.dtype, s.threads, s.strategy, s.budget, s.seed, s.shapes, s.status, "
     "s.progress_done, s.progress_total, s.error, s.created_at, COALESCE(s.started_at, ''), "
     "COALESCE(s.finished_at, ''), h.hardware_key, s.budget_seconds, s.env_load_average, s.env_affinity, "
-    "s.env_governor, s.env_compiler, s.env_build_flags, s.tool_version "
+    "s.env_governor, s.env_compiler, s.env_build_flags, s.tool_version, s.uid, s.host, s.shard_index, "
+    "s.shard_count, s.imported, s.bucket_version "
     "FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id ";
 constexpr char kSelectSweepSql[] = "WHERE s.id = ?";
 constexpr char kSelectSweepsSql[] = "WHERE (? = '' OR s.status = ?) ORDER BY s.id LIMIT ?";
@@ -117,10 +121,22 @@ Result<SweepRecord> ReadSweep(const Statement& st) {
   r.environment.compiler = st.Text(20);
   r.environment.build_flags = st.Text(21);
   r.environment.tool_version = st.Text(22);
+  r.uid = st.Text(23);
+  r.host = st.Text(24);
+  r.request.shard_index = static_cast<int>(st.Int(25));
+  r.request.shard_count = static_cast<int>(st.Int(26));
+  r.imported = st.Int(27) != 0;
+  r.bucket_version = static_cast<int>(st.Int(28));
   return r;
 }
 
 }  // namespace
+
+std::string HostName() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
 
 std::string_view SweepStatusName(SweepStatus s) {
   switch (s) {
@@ -176,6 +192,7 @@ Result<CreatedSweep> SweepsTable::Create(const tuner::SweepRequest& request, int
     st->Bind(5, *strategy).Bind(6, request.budget);
     st->Bind(7, static_cast<int64_t>(request.seed)).Bind(8, JoinShapes(request.shapes));
     st->Bind(9, bucket_version).Bind(10, tool_version).Bind(11, request.budget_seconds);
+    st->Bind(12, HostName()).Bind(13, request.shard_index).Bind(14, request.shard_count);
     if (auto r = st->Run(); !r) return r;
     out.id = conn.LastInsertId();
     out.created = true;

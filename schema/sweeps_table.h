@@ -20,6 +20,8 @@ namespace blocktune::store {
 enum class SweepStatus { kQueued, kRunning, kDone, kFailed, kCancelled };
 std::string_view SweepStatusName(SweepStatus s);
 std::optional<SweepStatus> ParseSweepStatus(std::string_view s);
+// This machine's host name (gethostname), recorded with every sweep it creates.
+std::string HostName();
 
 // One bucket of a sweep: the unit the job runner leases (see migration 0006).
 struct TaskPlan {
@@ -40,6 +42,13 @@ struct SweepRecord {
   std::string started_at;
   std::string finished_at;
   tuner::SweepEnvironment environment;  // empty strings until the sweep starts
+  // Provenance (migration 0011): the sweep's identity in every database it is merged into, the
+  // host it ran on, its kernel's bucket version, and whether it came from another database
+  // (blocktune db merge, POST /v1/results; never run here).
+  std::string uid;
+  std::string host;
+  int bucket_version = 0;
+  bool imported = false;
 };
 
 struct CreatedSweep {

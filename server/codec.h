@@ -104,6 +104,13 @@ Json EncodeMiss(const server::MissView& v);
 Json EncodeMissList(const std::vector<server::MissView>& misses, int64_t next_offset);
 Result<std::vector<server::MissView>> DecodeMissList(const Json& j, int64_t* next_offset);
 
+// POST /v1/results: one batch of another database's results (store::ResultsBatch), and the
+// answer (store::ApplyResult).
+Json EncodeResultsBatch(const store::ResultsBatch& b);
+Result<store::ResultsBatch> DecodeResultsBatch(const Json& j, const Limits& limits);
+Json EncodeIngestResult(const std::string& batch_id, const store::ApplyResult& r);
+Result<store::ApplyResult> DecodeIngestResult(const Json& j);
+
 Json EncodeBackup(const std::string& path, int64_t bytes);
 Json EncodeStatus(std::string_view status);
 Json EncodeReady(bool ready, std::string_view detail);

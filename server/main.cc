@@ -52,7 +52,14 @@ int main(int argc, char** argv) {
   double miss_flush_seconds = 5;
   int64_t max_sweep_measurements = 100000;
   server::TimingFlags timing;
-  app.add_option("--host", host, "address to listen on; loopback unless you mean otherwise")->capture_default_str();
+  app.add_option("--host", host,
+                 "address to listen on; a non-loopback address needs --allow-remote (put nginx in front instead: "
+                 "deploy/nginx/blocktune.conf)")
+      ->capture_default_str();
+  bool allow_remote = false;
+  app.add_flag("--allow-remote", allow_remote,
+               "listen on a non-loopback --host (logged as a warning): blocktuned has no TLS and one thread per "
+               "connection, so slow clients can hold every thread; docs/scale.md");
   app.add_option("--port", port, "TCP port; 0 picks a free one (see --port-file)")->capture_default_str()->check(CLI::Range(0, 65535));
   app.add_option("--db", db_path, "SQLite database file (created if missing)")->capture_default_str();
   app.add_option("--token-file", token_file,
@@ -103,6 +110,18 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
+  // Loopback unless told otherwise: other hosts reach blocktuned through a front (nginx) that
+  // terminates TLS and absorbs slow clients.
+  const bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  if (!loopback) {
+    if (!allow_remote) {
+      spdlog::critical("refusing to listen on non-loopback host={}: serve other hosts through nginx "
+                       "(deploy/nginx/blocktune.conf), or pass --allow-remote", host);
+      return kExitUsage;
+    }
+    spdlog::warn("listening on non-loopback host={} (--allow-remote): no TLS, and slow clients can hold all {} "
+                 "HTTP threads; put nginx in front (deploy/nginx/blocktune.conf)", host, http_threads);
+  }
   // Before anything detects the host: the service's hardware key and the workers' environment.
   if (auto s = isa.empty() ? CheckIsaEnvironment() : ForceIsa(isa); !s) {
     spdlog::critical("isa error=\"{}\"", s.error().message);

@@ -163,6 +163,15 @@ std::vector<Route> MakeRoutes() {
         {"top", "integer", false, "fastest configs listed (default 20)", 1, 200}},
        false, {}, "", "application/json",
        {{200, "Explain", "the row and the measurements behind it"}, kBadRequest, kNotFound}, ""},
+      {kIngestResults, "ingestResults", "POST", "/v1/results", Auth::kBearer, "results",
+       "Add a batch of another database's results (blocktune push): every sample kept, winners recomputed",
+       {}, {}, false, {}, "ResultsBatch", "application/json",
+       {{200, "IngestResult", "applied (or, with replayed true, applied before: nothing was written)"}, kBadRequest},
+       "One sweep's identity and provenance (uid, host, hardware profile, tool version) with at most 1000 of its "
+       "measurements. Safe to retry: a batch_id seen before is answered from the record of its first application, "
+       "and a measurement is stored once per (sweep uid, bucket, config) whichever batch carries it. The tuned "
+       "entries of the buckets that gained measurements are recomputed from every sweep of that hardware key "
+       "(docs/scale.md)."},
   };
 }
 

@@ -171,6 +171,7 @@ Status Service::BackfillTasks() {
     auto sweeps = store_->sweeps().List(status, 1 << 20);
     if (!sweeps) return std::unexpected(sweeps.error());
     for (const auto& s : *sweeps) {
+      if (s.imported) continue;  // another machine's sweep, merged in: never run here
       auto tasks = store_->tasks().List(s.id);
       if (!tasks) return std::unexpected(tasks.error());
       if (!tasks->empty()) continue;
@@ -230,6 +231,13 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
   auto created = store_->sweeps().Create(request, *hw_id, spec->bucket_version(), options_.tool_version, *tasks,
                                               idempotency_key, canonical_request, admit);
   if (!created) return std::unexpected(created.error());
+  if (created->created && tasks->empty()) {
+    // Only a shard can plan nothing (--shard I/N with more shards than this plan has items):
+    // done at once, with nothing to run.
+    if (auto s = store_->sweeps().SetStatus(created->id, store::SweepStatus::kDone); !s) return std::unexpected(s.error());
+    spdlog::info("sweep id={} has nothing in shard {}/{}: done", created->id, request.shard_index, request.shard_count);
+    return created;
+  }
   if (created->created) {
     spdlog::info("sweep queued id={} kernel={} buckets={} threads={} strategy={}", created->id, request.kernel,
                  tasks->size(), request.threads, tuner::StrategyName(request.strategy));
@@ -347,6 +355,17 @@ Result<std::string> Service::TableHeader(const KernelSpec& spec) const {
   return codegen::GenerateHeader(spec, rows);
 }
 
+Result<store::ApplyResult> Service::IngestResults(const store::ResultsBatch& batch) {
+  auto r = store_->results().Apply(batch);
+  if (!r) return r;
+  if (r->winners > 0) {
+    if (auto s = ReloadIndex(); !s) return std::unexpected(s.error());
+  }
+  spdlog::info("results ingested batch={} sweep={} measurements={} inserted={} replayed={} winners={}", batch.batch_id,
+               r->sweep_id, r->measurements, r->inserted, r->replayed, r->winners);
+  return r;
+}
+
 Result<std::string> Service::Backup() {
   std::filesystem::path dir = options_.backup_dir;
   if (dir.empty()) {
@@ -417,6 +436,12 @@ void Service::RunTask(const store::TaskRecord& task) {
   // planning (and a random strategy's per-bucket seed) is the same as for the whole sweep.
   tuner::SweepRequest request = sweep->request;
   request.shapes = {task.shape};
+  // A model-guided shard owns whole buckets, chosen when the sweep was planned: the task's
+  // bucket is one of them (a static plan's shard is cut per item, which the engine redoes).
+  if (!tuner::ShardsItems(request)) {
+    request.shard_index = 0;
+    request.shard_count = 1;
+  }
   spdlog::info("task started sweep={} task={} bucket={} attempt={}", task.sweep_id, task.id, task.bucket,
                task.attempts);
   current_sweep_ = task.sweep_id;

@@ -98,6 +98,10 @@ class Service {
   // The generated C++ header for a kernel over the rows lookups serve.
   Result<std::string> TableHeader(const KernelSpec& spec) const;
 
+  // Adds a batch of another database's results (POST /v1/results) and, if it changed any
+  // tuned entry, reloads the lookup index.
+  Result<store::ApplyResult> IngestResults(const store::ResultsBatch& batch);
+
   // Online backup into the backup directory; returns the file written.
   Result<std::string> Backup();
   Result<store::StoreStats> Stats() { return store_->maintenance().Stats(); }

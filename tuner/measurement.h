@@ -115,6 +115,13 @@ struct SweepRequest {
   // ISA level the kernels run at ("avx512", "avx2", "base"); empty = the daemon's own level.
   // At most the CPU's level; the sweep's rows are filed under that level's hardware key.
   std::string isa;
+  // A slice of the sweep (`blocktune sweep --local --shard I/N`): shard_index in [0,
+  // shard_count). Exhaustive and random plans are cut by (bucket, config) item, model-guided
+  // ones by bucket; the union of the N slices is the unsharded plan (tuner/sweep.h InShard).
+  // A sharded exhaustive or random sweep records measurements only: winners are chosen after
+  // the shards are merged (schema/ingest.h).
+  int shard_index = 0;
+  int shard_count = 1;
 };
 
 }  // namespace blocktune::tuner

@@ -14,15 +14,28 @@
 namespace blocktune::tuner {
 namespace {
 
-uint64_t BucketSeed(uint64_t seed, const std::string& bucket) {
-  // FNV-1a over the bucket id rather than std::hash, whose value is implementation-defined:
-  // a replay (resume, simulate) must draw the same stream on every standard library.
+// FNV-1a over the bucket id rather than std::hash, whose value is implementation-defined:
+// a replay (resume, simulate) must draw the same stream, and every machine running a shard
+// must cut the same slice, on every standard library.
+uint64_t Fnv1a(const std::string& text) {
   uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char ch : bucket) h = (h ^ ch) * 0x100000001b3ull;
-  return seed ^ h;
+  for (unsigned char ch : text) h = (h ^ ch) * 0x100000001b3ull;
+  return h;
 }
 
+uint64_t BucketSeed(uint64_t seed, const std::string& bucket) { return seed ^ Fnv1a(bucket); }
+
+bool PlansStatically(Strategy s) { return s == Strategy::kExhaustive || s == Strategy::kRandom; }
+
 }  // namespace
+
+bool InShard(const std::string& bucket, size_t item, int shard_index, int shard_count) {
+  if (shard_count <= 1) return true;
+  const auto n = static_cast<uint64_t>(shard_count);
+  return (static_cast<uint64_t>(item) % n + Fnv1a(bucket) % n) % n == static_cast<uint64_t>(shard_index);
+}
+
+bool ShardsItems(const SweepRequest& request) { return request.shard_count > 1 && PlansStatically(request.strategy); }
 
 Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const KernelSpec& spec,
                                           const HardwareProfile& hw) {
@@ -32,6 +45,12 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
   if (request.budget < 0) return InvalidArgument("budget must be >= 0", "budget");
   if (!(request.budget_seconds >= 0)) return InvalidArgument("budget_seconds must be >= 0", "budget_seconds");
   if (request.shapes.empty()) return InvalidArgument("at least one shape is required", "shapes");
+  if (request.shard_count < 1 || request.shard_count > 100000) {
+    return InvalidArgument("shard count must be in [1, 100000]", "shard");
+  }
+  if (request.shard_index < 0 || request.shard_index >= request.shard_count) {
+    return InvalidArgument("shard index must be in [0, " + std::to_string(request.shard_count) + ")", "shard");
+  }
   bool dtype_ok = false;
   for (DType d : spec.dtypes()) dtype_ok |= d == request.dtype;
   if (!dtype_ok) {
@@ -50,6 +69,11 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
     }
     auto [bucket, rep] = spec.Bucket(p);
     if (!seen.insert(bucket).second) continue;  // two shapes in one bucket: measure it once
+    const size_t ordinal = seen.size() - 1;
+    if (request.shard_count > 1 && !PlansStatically(request.strategy) &&
+        ordinal % static_cast<size_t>(request.shard_count) != static_cast<size_t>(request.shard_index)) {
+      continue;  // a model-guided bucket belongs to one shard whole
+    }
     BucketPlan plan;
     plan.bucket = bucket;
     plan.problem = rep;
@@ -65,6 +89,25 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
     if (request.strategy == Strategy::kExhaustive || request.strategy == Strategy::kRandom) {
       plan.planned = PlanConfigs(plan.valid, default_config, request.strategy, request.budget,
                                  BucketSeed(request.seed, bucket));
+    }
+    if (ShardsItems(request)) {
+      // This shard's items: invalid configs are items 0..invalid-1, planned ones follow.
+      BucketPlan mine;
+      mine.bucket = plan.bucket;
+      mine.problem = plan.problem;
+      mine.valid = plan.valid;
+      size_t item = 0;
+      for (size_t j = 0; j < plan.invalid.size(); ++j, ++item) {
+        if (!InShard(bucket, item, request.shard_index, request.shard_count)) continue;
+        mine.invalid.push_back(plan.invalid[j]);
+        mine.invalid_reasons.push_back(plan.invalid_reasons[j]);
+      }
+      for (size_t j = 0; j < plan.planned.size(); ++j, ++item) {
+        if (InShard(bucket, item, request.shard_index, request.shard_count)) mine.planned.push_back(plan.planned[j]);
+      }
+      mine.evaluations = static_cast<int64_t>(mine.planned.size());
+      if (mine.invalid.empty() && mine.planned.empty()) continue;  // nothing of this bucket is ours
+      plan = std::move(mine);
     }
     plans.push_back(std::move(plan));
   }
@@ -171,6 +214,23 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       m.outcome = Outcome::kInvalid;
       m.detail = plan.invalid_reasons[i];
       if (auto s = record(m); !s) return std::unexpected(s.error());
+    }
+
+    if (ShardsItems(request)) {
+      // A shard of a static plan measures its slice in plan order and decides nothing: the
+      // winner of a bucket is chosen from all shards once they are merged (schema/ingest.h).
+      for (const Config& c : plan.planned) {
+        if (sink.Cancelled()) return winners;
+        if (measured.count(c.ToString())) {
+          ++done;
+          continue;
+        }
+        Measurement fresh = base(c);
+        evaluator.Measure(EvalRequest{&spec, plan.problem, request.threads, request.seed, options.timing, hw.cpu.isa},
+                          c, fresh);
+        if (auto s = record(fresh); !s) return std::unexpected(s.error());
+      }
+      continue;
     }
 
     // The search: ask, measure (or replay what this sweep already stored), tell.

@@ -108,6 +108,20 @@ double NoiseBand(double cv_a, double cv_b, int64_t samples, double min_band);
 // times wider than the spread the medians actually have.
 double NoiseBand(const Measurement& a, const Measurement& b, double min_band);
 
+// Sharding (SweepRequest::shard_index/shard_count). Item `item` of a bucket's plan (its
+// invalid configs, then its planned ones, in order) belongs to shard
+// (item + Fnv1a(bucket)) % count: every bucket is striped over the shards, starting at a
+// bucket-dependent shard so that small buckets do not all land on shard 0, and the rule needs
+// nothing but the bucket, so the daemon's one-bucket tasks apply it as the whole sweep would.
+// Model-guided strategies choose as they go and cannot be cut inside a bucket: whole buckets
+// go to shard (ordinal % count), ordinal being the bucket's position among the request's
+// distinct buckets (PlanSweep drops the others; a task of such a sweep runs with the shard
+// cleared, its bucket being already chosen).
+bool InShard(const std::string& bucket, size_t item, int shard_index, int shard_count);
+// Whether this request cuts buckets into (bucket, config) items (exhaustive or random with
+// shard_count > 1): such a shard records measurements only, without a decision round.
+bool ShardsItems(const SweepRequest& request);
+
 // Validates the request against the kernel (dims, dtype, threads, budget) and plans every
 // bucket. Errors name the offending field ("shapes[1].k").
 Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const KernelSpec& spec,

@@ -154,6 +154,7 @@ Json ComponentSchemas() {
   internal::AddOverrideSchemas(s);
   internal::AddMissSchemas(s);
   internal::AddDashboardSchemas(s);
+  internal::AddResultsSchemas(s);
   return s;
 }
 

@@ -23,5 +23,6 @@ void AddTunedSchemas(Json& schemas);
 void AddOverrideSchemas(Json& schemas);
 void AddMissSchemas(Json& schemas);
 void AddDashboardSchemas(Json& schemas);  // after AddTunedSchemas and AddOverrideSchemas: extends TunedEntry
+void AddResultsSchemas(Json& schemas);
 
 }  // namespace blocktune::wire::internal

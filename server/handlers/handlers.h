@@ -41,6 +41,7 @@ void BindMissHandlers(Handlers& h, const HandlerContext& ctx);  // lookup misses
 void BindTableHandlers(Handlers& h, const HandlerContext& ctx);
 void BindOperationHandlers(Handlers& h, const HandlerContext& ctx);  // health, ready, metrics, openapi, backup
 void BindDashboardHandlers(Handlers& h, const HandlerContext& ctx);  // the aggregates /ui/ draws
+void BindResultsHandlers(Handlers& h, const HandlerContext& ctx);    // POST /v1/results
 
 // Every handler, indexed by Op.
 Handlers BindAllHandlers(const HandlerContext& ctx);

@@ -19,6 +19,7 @@ Handlers BindAllHandlers(const HandlerContext& ctx) {
   BindTableHandlers(h, ctx);
   BindOperationHandlers(h, ctx);
   BindDashboardHandlers(h, ctx);
+  BindResultsHandlers(h, ctx);
   return h;
 }
 
