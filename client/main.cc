@@ -3,7 +3,8 @@
 // service_commands.cc and talk to blocktuned over HTTP (`sweep --local` runs the service
 // in-process); `tables generate` and `bench` here work locally on the libraries.
 //
-// `bench --compare` times the checked-in tuned configs against the default, bucket by bucket.
+// `bench --compare` times the checked-in tuned configs against the default, bucket by bucket;
+// `regret` times what each fallback level would serve (tuner/regret.h).
 // `simulate` scores a search strategy against stored exhaustive sweeps without running a
 // kernel, and `sweeps compare` measures how far two independent sweeps' choices are apart;
 // both read SQLite files directly and print what tuner/search/simulate.h computes.
@@ -35,6 +36,7 @@
 #include "tables/codegen/codegen.h"
 #include "tuner/gate.h"
 #include "tuner/lookup.h"
+#include "tuner/regret.h"
 #include "tuner/search/simulate.h"
 #include "tuner/sweep.h"
 #include "tuner/timing/timing.h"
@@ -393,6 +395,148 @@ int RunBench(const Common& c, const BenchArgs& a) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// `regret KERNEL`: what each fallback level would serve on this host, timed against the default
+// and the best of them (tuner/regret.h); the evidence behind the chain in resolve.h.
+
+struct RegretArgs {
+  std::string kernel;
+  std::string buckets = "checked-in";
+  std::string table;  // empty: the checked-in table
+  std::string dtype = "f32";
+  int threads = 1;
+  std::string isa;
+  double min_time_ms = 20;
+  int repetitions = 7;
+};
+
+Result<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int RunRegret(const Common& c, const RegretArgs& a) {
+  if (!a.isa.empty()) {
+    if (auto s = ForceIsa(a.isa); !s) return Fail(kExitUsage, s.error().message);
+  }
+  const KernelSpec* spec = FindKernel(a.kernel);
+  if (spec == nullptr) return Fail(kExitUsage, "unknown kernel '" + a.kernel + "'");
+  auto dtype = ParseDType(a.dtype);
+  if (!dtype) return Fail(kExitUsage, "unknown dtype '" + a.dtype + "'");
+  std::string table_text(codegen::CheckedInEntriesJsonl());
+  if (!a.table.empty()) {
+    auto t = ReadText(a.table);
+    if (!t) return Fail(kExitFailed, "--table: " + t.error().ToString());
+    table_text = std::move(*t);
+  }
+  auto rows = codegen::ParseJsonl(table_text);
+  if (!rows) return Fail(kExitFailed, (a.table.empty() ? "checked-in table: " : a.table + ": ") + rows.error().ToString());
+  std::vector<std::string> buckets;
+  if (a.buckets != "checked-in") {
+    auto t = ReadText(a.buckets);
+    if (!t) return Fail(kExitUsage, "--buckets: " + t.error().ToString());
+    buckets = tuner::ParseBucketList(*t);
+    if (buckets.empty()) return Fail(kExitUsage, "--buckets: " + a.buckets + " lists no bucket");
+  }
+  const HardwareProfile hw = HardwareProfile::Detect(a.threads);
+  auto plan = tuner::PlanRegret(*spec, *rows, hw.Key(), *dtype, buckets);
+  if (!plan) return Fail(kExitUsage, "--buckets: " + plan.error().ToString());
+  if (plan->empty()) {
+    return Fail(kExitFailed, "the table has no " + std::string(spec->name()) + " " + a.dtype + " rows to judge");
+  }
+  tuner::TimingOptions timing;
+  timing.min_repetition_ns = a.min_time_ms * 1e6;
+  timing.repetitions = a.repetitions;
+  tuner::InProcessEvaluator evaluator;
+  tuner::SweepOptions defaults;
+  const tuner::RegretReport r = tuner::MeasureRegret(*spec, *plan, hw, evaluator, timing, defaults.min_noise_band);
+
+  if (c.json) {
+    Json buckets_json = Json::array();
+    for (const auto& b : r.buckets) {
+      Json rows_json = Json::array();
+      for (const auto& row : b.rows) {
+        Json j{{"level", std::string(tuner::RegretLevelName(row.candidate.level))},
+               {"hardware", row.candidate.hardware},
+               {"config", wire::EncodeConfig(row.candidate.config)},
+               {"served", row.candidate.served},
+               {"on_current_chain", tuner::OnCurrentChain(row.candidate.level)},
+               {"outcome", std::string(tuner::OutcomeName(row.outcome))}};
+        if (row.outcome == tuner::Outcome::kOk) {
+          j["median_ns"] = row.median_ns;
+          j["robust_cv"] = row.cv;
+          j["speedup_vs_default"] = row.speedup_vs_default;
+          j["regret_vs_best"] = row.regret_vs_best;
+          j["beyond_noise"] = row.beyond_noise;
+        } else {
+          j["detail"] = row.detail;
+        }
+        rows_json.push_back(std::move(j));
+      }
+      buckets_json.push_back({{"bucket", b.bucket}, {"best_ns", b.best_ns}, {"rows", std::move(rows_json)}});
+    }
+    Json summary = Json::array();
+    for (const auto& s : r.summary) {
+      summary.push_back({{"level", std::string(tuner::RegretLevelName(s.level))}, {"on_current_chain", tuner::OnCurrentChain(s.level)},
+                         {"buckets", s.buckets}, {"geomean_speedup", s.geomean_speedup},
+                         {"worst_speedup", s.worst_speedup}, {"worst_bucket", s.worst_bucket},
+                         {"mean_regret", s.mean_regret}, {"max_regret", s.max_regret},
+                         {"slower_beyond_noise", s.slower_beyond_noise},
+                         {"faster_beyond_noise", s.faster_beyond_noise}, {"refused", s.refused}});
+    }
+    std::printf("%s\n", Json{{"kernel", std::string(spec->name())}, {"dtype", a.dtype}, {"hardware", r.hardware},
+                              {"threads", r.threads}, {"repetitions", a.repetitions},
+                              {"min_time_ms", a.min_time_ms}, {"buckets", std::move(buckets_json)},
+                              {"summary", std::move(summary)}}
+                            .dump()
+                            .c_str());
+    return 0;
+  }
+  int bw = 6, kw = 8, cw = 6;
+  for (const auto& b : r.buckets) {
+    bw = std::max(bw, static_cast<int>(b.bucket.size()));
+    for (const auto& row : b.rows) {
+      kw = std::max(kw, static_cast<int>(row.candidate.hardware.size()));
+      cw = std::max(cw, static_cast<int>(row.candidate.config.ToString().size()));
+    }
+  }
+  std::printf("%s %s on %s (threads %d), %d interleaved repetitions of >= %.0f ms\n", spec->name().data(),
+              a.dtype.c_str(), r.hardware.c_str(), r.threads, a.repetitions, a.min_time_ms);
+  std::printf("%-*s  %-13s %-*s %-*s %11s %8s %8s\n", bw, "bucket", "level", kw, "hardware", cw, "config", "time ms",
+              "vs dflt", "regret");
+  for (const auto& b : r.buckets) {
+    for (const auto& row : b.rows) {
+      const std::string level = std::string(tuner::RegretLevelName(row.candidate.level)) + (row.candidate.served ? "" : "'");
+      if (row.outcome != tuner::Outcome::kOk) {
+        std::printf("%-*s  %-13s %-*s %-*s %s: %s\n", bw, b.bucket.c_str(), level.c_str(), kw,
+                    row.candidate.hardware.c_str(), cw, row.candidate.config.ToString().c_str(),
+                    std::string(tuner::OutcomeName(row.outcome)).c_str(), row.detail.c_str());
+        continue;
+      }
+      std::printf("%-*s  %-13s %-*s %-*s %11.3f %7.3fx %7.1f%%%s\n", bw, b.bucket.c_str(), level.c_str(), kw,
+                  row.candidate.hardware.empty() ? "-" : row.candidate.hardware.c_str(), cw,
+                  row.candidate.config.ToString().c_str(), row.median_ns / 1e6, row.speedup_vs_default,
+                  100 * row.regret_vs_best,
+                  row.beyond_noise || row.candidate.level == tuner::RegretLevel::kDefault ? "" : "  ~");
+    }
+  }
+  std::printf("\n(' a row its level would not serve: a smaller key of the level comes first; ~ within the noise band "
+              "of the default)\n");
+  std::printf("%-13s %7s %9s %9s %-*s %8s %8s %7s %7s\n", "level", "buckets", "geomean", "worst", bw, "worst bucket",
+              "mean reg", "max reg", "slower", "faster");
+  for (const auto& s : r.summary) {
+    std::printf("%-13s %7d %8.3fx %8.3fx %-*s %7.1f%% %7.1f%% %7d %7d%s%s\n", tuner::RegretLevelName(s.level).data(),
+                s.buckets, s.geomean_speedup, s.worst_speedup, bw, s.worst_bucket.c_str(), 100 * s.mean_regret,
+                100 * s.max_regret, s.slower_beyond_noise, s.faster_beyond_noise,
+                tuner::OnCurrentChain(s.level) || s.level == tuner::RegretLevel::kDefault ? "" : "  (not on the chain)",
+                s.refused ? (" " + std::to_string(s.refused) + " refused").c_str() : "");
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // `simulate` and `sweeps compare`: the logic is tuner/search/simulate.h; here only loading
 // stored measurements and printing.
 
@@ -698,6 +842,28 @@ int main(int argc, char** argv) {
                         "config and hardware key are that level's")
       ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
 
+  RegretArgs regret;
+  auto* regret_cmd = app.add_subcommand(
+      "regret",
+      "time what each fallback level of this host's key would serve (exact row, other thread count, other model, "
+      "and the other-vendor / other-ISA rows the chain does not borrow) against the default and the best of them");
+  AddCommon(regret_cmd, common, false);
+  regret_cmd->add_option("kernel", regret.kernel, "kernel name")->required();
+  regret_cmd->add_option("--buckets", regret.buckets,
+                         "checked-in (every bucket the table has for the kernel and dtype) or a file of bucket ids, "
+                         "one per line")
+      ->capture_default_str();
+  regret_cmd->add_option("--table", regret.table, "tuned rows to judge, in tuned_entries.jsonl form (default: the checked-in table)");
+  regret_cmd->add_option("--dtype", regret.dtype, "element type")->capture_default_str();
+  regret_cmd->add_option("--threads", regret.threads, "threads the kernel runs with (part of the key)")
+      ->required()->check(CLI::Range(1, 256));
+  regret_cmd->add_option("--isa", regret.isa, "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own)")
+      ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
+  regret_cmd->add_option("--min-time-ms", regret.min_time_ms, "minimum time per repetition")
+      ->capture_default_str()->check(CLI::Range(0.01, 10000.0));
+  regret_cmd->add_option("--repetitions", regret.repetitions, "interleaved repetitions per config")
+      ->capture_default_str()->check(CLI::Range(1, 1000));
+
   SimulateArgs simulate;
   auto* simulate_cmd = app.add_subcommand(
       "simulate",
@@ -761,6 +927,7 @@ int main(int argc, char** argv) {
   if (generate_cmd->parsed()) return RunTablesGenerate(common, tables_args);
   if (check_cmd->parsed()) return RunTablesCheck(common, tables_args);
   if (bench_cmd->parsed()) return RunBench(common, bench);
+  if (regret_cmd->parsed()) return RunRegret(common, regret);
   if (simulate_cmd->parsed()) return RunSimulate(common, simulate);
   if (compare_cmd->parsed()) return RunCompare(common, compare);
   return kExitUsage;

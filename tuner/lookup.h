@@ -72,7 +72,7 @@ struct LookupAnswer {
 };
 
 // Rows grouped by kernel and bucket version once and indexed (tables::RowIndex), so a lookup
-// binary-searches its kernel's rows and allocates nothing for them. Immutable after
+// hashes its way to its kernel's rows and allocates nothing for them. Immutable after
 // construction and not copyable (the indexes point into rows_); the daemon swaps whole indexes.
 class LookupIndex {
  public:

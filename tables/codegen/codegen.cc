@@ -109,58 +109,91 @@ std::string FingerprintSource(const KernelSpec& spec) {
   return o.str();
 }
 
-// The header's index (resolve.h's IndexView): hardware keys and dtypes interned in sorted
-// order, and one entry per row, holding the row's rounded dims, sorted by (dtype, dims, key).
+std::string Hex(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "0x%016llxull", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+std::string SlotsSource(const char* name, const tables::HashTableData& t) {
+  std::ostringstream o;
+  o << "inline constexpr std::array<HashSlot, " << t.slots.size() << "> " << name << "{{\n";
+  for (const auto& slot : t.slots) {
+    if (slot.id == tables::kNoId) {
+      o << "    {0, kNoId},\n";
+    } else {
+      o << "    {" << Hex(slot.hash) << ", " << slot.id << "},\n";
+    }
+  }
+  o << "}};\n";
+  return o.str();
+}
+
+// The header's index (resolve.h's IndexView), computed here by the same tables::BuildIndex the
+// daemon runs over its rows, with rounded dims for buckets, and printed as constexpr arrays.
 std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEntry>& rows) {
-  std::vector<std::string> keys, dtypes;
-  for (const auto& e : rows) {
-    keys.push_back(e.hardware_key);
-    dtypes.emplace_back(DTypeName(e.dtype));
-  }
-  for (auto* v : {&keys, &dtypes}) {
-    std::sort(v->begin(), v->end());
-    v->erase(std::unique(v->begin(), v->end()), v->end());
-  }
-  auto id = [](const std::vector<std::string>& v, const std::string& s) {
-    return static_cast<size_t>(std::lower_bound(v.begin(), v.end(), s) - v.begin());
-  };
-  struct Entry {
-    size_t dtype;
-    std::vector<int64_t> dims;
-    size_t key;
-    size_t row;
-  };
-  std::vector<Entry> entries;
+  std::vector<std::string> dtype_names;
+  for (const auto& e : rows) dtype_names.emplace_back(DTypeName(e.dtype));
+  std::vector<tables::IndexRow<std::vector<int64_t>>> index_rows;
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& e = rows[i];
-    Entry x{id(dtypes, std::string(DTypeName(e.dtype))), {}, id(keys, e.hardware_key), i};
+    std::vector<int64_t> dims;
     const auto problem = spec.ProblemFromBucket(e.dtype, e.bucket);  // checked by CheckEntry
-    for (const auto& d : spec.dims()) x.dims.push_back(problem ? problem->Dim(d.bucket.name) : 0);
-    entries.push_back(std::move(x));
+    for (const auto& d : spec.dims()) dims.push_back(problem ? problem->Dim(d.bucket.name) : 0);
+    index_rows.push_back({e.hardware_key, dtype_names[i], std::move(dims)});
   }
-  std::sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
-    return std::tie(a.dtype, a.dims, a.key, a.row) < std::tie(b.dtype, b.dims, b.key, b.row);
-  });
+  const auto x = tables::BuildIndex(index_rows);
   const size_t nd = spec.dims().size();
+  auto list = [](const auto& v) {
+    std::string out;
+    for (size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+    return out;
+  };
   std::ostringstream o;
-  o << "// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in\n"
-       "// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.\n";
-  o << "inline constexpr std::array<std::string_view, " << keys.size() << "> kKeys{{\n";
-  for (const auto& k : keys) o << "    " << CppString(k) << ",\n";
+  o << "// The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names\n"
+       "// (every row key and its prefixes at component boundaries, sorted) with their depths, the\n"
+       "// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and\n"
+       "// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.\n";
+  o << "inline constexpr std::array<std::string_view, " << x.names.size() << "> kNames{{\n";
+  for (const auto& k : x.names) o << "    " << CppString(k) << ",\n";
   o << "}};\n";
-  o << "inline constexpr std::array<std::string_view, " << dtypes.size() << "> kDtypes{{";
-  for (size_t i = 0; i < dtypes.size(); ++i) o << (i ? ", " : "") << CppString(dtypes[i]);
-  o << "}};\n";
-  o << "using Entry = IndexEntry<std::array<std::int64_t, " << nd << ">>;\n";
-  o << "inline constexpr std::array<Entry, " << entries.size() << "> kEntries{{\n";
-  for (const auto& x : entries) {
-    o << "    {" << x.dtype << ", {{";
-    for (size_t i = 0; i < x.dims.size(); ++i) o << (i ? ", " : "") << x.dims[i];
-    o << "}}, " << x.key << ", " << x.row << "},\n";
+  o << "inline constexpr std::array<std::uint32_t, " << x.name_depth.size() << "> kNameDepth{{" << list(x.name_depth)
+    << "}};\n";
+  o << "inline constexpr std::size_t kPrefixWidth = " << x.prefix_width << ";\n";
+  o << "inline constexpr std::array<std::uint32_t, " << x.prefix.size() << "> kPrefix{{\n";
+  for (size_t id = 0; id < x.names.size(); ++id) {
+    o << "   ";
+    for (size_t d = 0; d < x.prefix_width; ++d) {
+      const uint32_t v = x.prefix[id * x.prefix_width + d];
+      o << " " << (v == tables::kNoId ? std::string("kNoId") : std::to_string(v)) << ",";
+    }
+    o << "\n";
   }
   o << "}};\n";
-  o << "inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),\n"
-       "                                         kEntries.data(), kEntries.size()};\n\n";
+  o << SlotsSource("kNameSlots", x.name_table);
+  o << "inline constexpr std::array<std::string_view, " << x.dtypes.size() << "> kDtypes{{";
+  for (size_t i = 0; i < x.dtypes.size(); ++i) o << (i ? ", " : "") << CppString(x.dtypes[i]);
+  o << "}};\n";
+  o << "using Bucket = std::array<std::int64_t, " << nd << ">;\n";
+  o << "inline constexpr std::array<RunInfo<Bucket>, " << x.runs.size() << "> kRuns{{\n";
+  for (const auto& r : x.runs) {
+    o << "    {" << r.dtype << ", {{" << list(r.bucket) << "}}, " << r.begin << ", " << r.end << "},\n";
+  }
+  o << "}};\n";
+  o << SlotsSource("kRunSlots", x.run_table);
+  o << "inline constexpr std::array<RunEntry, " << x.entries.size() << "> kEntries{{\n";
+  for (const auto& e : x.entries) o << "    {" << e.key << ", " << e.row << "},\n";
+  o << "}};\n";
+  o << "inline constexpr IndexView<Bucket> kIndex{\n"
+       "    kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,\n"
+       "    {kNameSlots.data(), "
+    << Hex(x.name_table.seed) << ", " << x.name_table.bits
+    << "},\n"
+       "    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),\n"
+       "    {kRunSlots.data(), "
+    << Hex(x.run_table.seed) << ", " << x.run_table.bits
+    << "},\n"
+       "    kEntries.data(), kEntries.size()};\n\n";
   return o.str();
 }
 
@@ -416,8 +449,8 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
   o << "inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype" << params << ") {\n"
     << "  return LookupDims(hardware_key, dtype, " << braced << ");\n}\n\n";
   o << "// Looks up with this machine's hardware key for the given thread count. The first call detects\n"
-       "// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and\n"
-       "// precomputes the host's chain over kKeys; later calls compare integers only.\n";
+       "// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves\n"
+       "// the host's key at every thread count against kNames; later calls hash integers only.\n";
   o << "inline Lookup LookupForHost(int threads, std::string_view dtype" << params << ") {\n"
     << "  static const HostChain host = kIndex.ForHost();\n"
     << "  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, " << braced

@@ -89,44 +89,132 @@ inline constexpr std::array<Row, 24> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1", {32, 64}, 3467818.875, 5, 7, 3706, ""},
 }};
 
-// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
-// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
-inline constexpr std::array<std::string_view, 4> kKeys{{
+// The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
+// (every row key and its prefixes at component boundaries, sorted) with their depths, the
+// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
+// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+inline constexpr std::array<std::string_view, 11> kNames{{
+    "x86_64",
+    "x86_64.avx2",
+    "x86_64.avx2.amd",
+    "x86_64.avx2.amd.fam25_mod1",
     "x86_64.avx2.amd.fam25_mod1.t1",
     "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512",
+    "x86_64.avx512.intel",
+    "x86_64.avx512.intel.fam6_mod167",
     "x86_64.avx512.intel.fam6_mod167.t1",
     "x86_64.avx512.intel.fam6_mod167.t2",
 }};
-inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
-using Entry = IndexEntry<std::array<std::int64_t, 7>>;
-inline constexpr std::array<Entry, 24> kEntries{{
-    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 0, 0},
-    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 1, 6},
-    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 2, 12},
-    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 3, 18},
-    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 0, 1},
-    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 1, 7},
-    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 2, 13},
-    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 3, 19},
-    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 0, 2},
-    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 1, 8},
-    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 2, 14},
-    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 3, 20},
-    {1, {{1, 8, 2, 512, 512, 128, 1}}, 0, 5},
-    {1, {{1, 8, 2, 512, 512, 128, 1}}, 1, 11},
-    {1, {{1, 8, 2, 512, 512, 128, 1}}, 2, 17},
-    {1, {{1, 8, 2, 512, 512, 128, 1}}, 3, 23},
-    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 0, 3},
-    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 1, 9},
-    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 2, 15},
-    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 3, 21},
-    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 0, 4},
-    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 1, 10},
-    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 2, 16},
-    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 3, 22},
+inline constexpr std::array<std::uint32_t, 11> kNameDepth{{1, 2, 3, 4, 5, 5, 2, 3, 4, 5, 5}};
+inline constexpr std::size_t kPrefixWidth = 5;
+inline constexpr std::array<std::uint32_t, 55> kPrefix{{
+    0, kNoId, kNoId, kNoId, kNoId,
+    0, 1, kNoId, kNoId, kNoId,
+    0, 1, 2, kNoId, kNoId,
+    0, 1, 2, 3, kNoId,
+    0, 1, 2, 3, 4,
+    0, 1, 2, 3, 5,
+    0, 6, kNoId, kNoId, kNoId,
+    0, 6, 7, kNoId, kNoId,
+    0, 6, 7, 8, kNoId,
+    0, 6, 7, 8, 9,
+    0, 6, 7, 8, 10,
 }};
-inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
-                                         kEntries.data(), kEntries.size()};
+inline constexpr std::array<HashSlot, 32> kNameSlots{{
+    {0, kNoId},
+    {0x535af8d0353446d5ull, 6},
+    {0, kNoId},
+    {0xa4cb77c10d732fcfull, 1},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x6a0457fa18ef279full, 3},
+    {0x4284648dae9b9674ull, 10},
+    {0, kNoId},
+    {0, kNoId},
+    {0xdecad414c2eebcfdull, 8},
+    {0x55f28cc4b6920d13ull, 7},
+    {0xd438edc2ededb0a4ull, 5},
+    {0, kNoId},
+    {0, kNoId},
+    {0x5ef0f2275d42e438ull, 2},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x90b6f66ef3a90497ull, 9},
+    {0x38046b8082d136e6ull, 4},
+    {0x742b48f1bb286023ull, 0},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Bucket = std::array<std::int64_t, 7>;
+inline constexpr std::array<RunInfo<Bucket>, 6> kRuns{{
+    {0, {{1, 1, 1, 2048, 2048, 128, 0}}, 0, 4},
+    {0, {{1, 8, 2, 2048, 2048, 128, 1}}, 4, 8},
+    {1, {{1, 1, 1, 2048, 2048, 128, 0}}, 8, 12},
+    {1, {{1, 8, 2, 512, 512, 128, 1}}, 12, 16},
+    {1, {{1, 8, 2, 2048, 2048, 128, 0}}, 16, 20},
+    {1, {{1, 8, 2, 2048, 2048, 128, 1}}, 20, 24},
+}};
+inline constexpr std::array<HashSlot, 16> kRunSlots{{
+    {0xbb8d77e276ca3e56ull, 4},
+    {0x7188d9e47dd5f1bbull, 0},
+    {0, kNoId},
+    {0, kNoId},
+    {0xf1edd3b81b93c542ull, 2},
+    {0xde3e5e29ae2b795aull, 1},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x3d9811b455ec5150ull, 3},
+    {0x87163070ed23d0efull, 5},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+}};
+inline constexpr std::array<RunEntry, 24> kEntries{{
+    {4, 0},
+    {5, 6},
+    {9, 12},
+    {10, 18},
+    {4, 1},
+    {5, 7},
+    {9, 13},
+    {10, 19},
+    {4, 2},
+    {5, 8},
+    {9, 14},
+    {10, 20},
+    {4, 5},
+    {5, 11},
+    {9, 17},
+    {10, 23},
+    {4, 3},
+    {5, 9},
+    {9, 15},
+    {10, 21},
+    {4, 4},
+    {5, 10},
+    {9, 16},
+    {10, 22},
+}};
+inline constexpr IndexView<Bucket> kIndex{
+    kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
+    {kNameSlots.data(), 0x997f31f8a4cd9c81ull, 5},
+    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
+    {kRunSlots.data(), 0xa2d419334c4667edull, 4},
+    kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -143,8 +231,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 }
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
-// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
-// precomputes the host's chain over kKeys; later calls compare integers only.
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
+// the host's key at every thread count against kNames; later calls hash integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim, std::int64_t causal) {
   static const HostChain host = kIndex.ForHost();
   return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{batch, heads, kv_heads, seq_q, seq_kv, head_dim, causal}}, threads, dtype),

@@ -83,40 +83,127 @@ inline constexpr std::array<Row, 20> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0", {192, 512, 512}, 236995641.0, 5, 17, 4036, ""},
 }};
 
-// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
-// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
-inline constexpr std::array<std::string_view, 4> kKeys{{
+// The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
+// (every row key and its prefixes at component boundaries, sorted) with their depths, the
+// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
+// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+inline constexpr std::array<std::string_view, 11> kNames{{
+    "x86_64",
+    "x86_64.avx2",
+    "x86_64.avx2.amd",
+    "x86_64.avx2.amd.fam25_mod1",
     "x86_64.avx2.amd.fam25_mod1.t1",
     "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512",
+    "x86_64.avx512.intel",
+    "x86_64.avx512.intel.fam6_mod167",
     "x86_64.avx512.intel.fam6_mod167.t1",
     "x86_64.avx512.intel.fam6_mod167.t2",
 }};
-inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
-using Entry = IndexEntry<std::array<std::int64_t, 4>>;
-inline constexpr std::array<Entry, 20> kEntries{{
-    {0, {{1024, 512, 8192, 0}}, 0, 0},
-    {0, {{1024, 512, 8192, 0}}, 1, 5},
-    {0, {{1024, 512, 8192, 0}}, 2, 10},
-    {0, {{1024, 512, 8192, 0}}, 3, 15},
-    {0, {{1024, 512, 8192, 1}}, 0, 1},
-    {0, {{1024, 512, 8192, 1}}, 1, 6},
-    {0, {{1024, 512, 8192, 1}}, 2, 11},
-    {0, {{1024, 512, 8192, 1}}, 3, 16},
-    {1, {{1024, 512, 8192, 0}}, 0, 2},
-    {1, {{1024, 512, 8192, 0}}, 1, 7},
-    {1, {{1024, 512, 8192, 0}}, 2, 12},
-    {1, {{1024, 512, 8192, 0}}, 3, 17},
-    {1, {{1024, 512, 8192, 1}}, 0, 3},
-    {1, {{1024, 512, 8192, 1}}, 1, 8},
-    {1, {{1024, 512, 8192, 1}}, 2, 13},
-    {1, {{1024, 512, 8192, 1}}, 3, 18},
-    {1, {{2048, 1024, 16384, 0}}, 0, 4},
-    {1, {{2048, 1024, 16384, 0}}, 1, 9},
-    {1, {{2048, 1024, 16384, 0}}, 2, 14},
-    {1, {{2048, 1024, 16384, 0}}, 3, 19},
+inline constexpr std::array<std::uint32_t, 11> kNameDepth{{1, 2, 3, 4, 5, 5, 2, 3, 4, 5, 5}};
+inline constexpr std::size_t kPrefixWidth = 5;
+inline constexpr std::array<std::uint32_t, 55> kPrefix{{
+    0, kNoId, kNoId, kNoId, kNoId,
+    0, 1, kNoId, kNoId, kNoId,
+    0, 1, 2, kNoId, kNoId,
+    0, 1, 2, 3, kNoId,
+    0, 1, 2, 3, 4,
+    0, 1, 2, 3, 5,
+    0, 6, kNoId, kNoId, kNoId,
+    0, 6, 7, kNoId, kNoId,
+    0, 6, 7, 8, kNoId,
+    0, 6, 7, 8, 9,
+    0, 6, 7, 8, 10,
 }};
-inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
-                                         kEntries.data(), kEntries.size()};
+inline constexpr std::array<HashSlot, 32> kNameSlots{{
+    {0, kNoId},
+    {0x535af8d0353446d5ull, 6},
+    {0, kNoId},
+    {0xa4cb77c10d732fcfull, 1},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x6a0457fa18ef279full, 3},
+    {0x4284648dae9b9674ull, 10},
+    {0, kNoId},
+    {0, kNoId},
+    {0xdecad414c2eebcfdull, 8},
+    {0x55f28cc4b6920d13ull, 7},
+    {0xd438edc2ededb0a4ull, 5},
+    {0, kNoId},
+    {0, kNoId},
+    {0x5ef0f2275d42e438ull, 2},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x90b6f66ef3a90497ull, 9},
+    {0x38046b8082d136e6ull, 4},
+    {0x742b48f1bb286023ull, 0},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Bucket = std::array<std::int64_t, 4>;
+inline constexpr std::array<RunInfo<Bucket>, 5> kRuns{{
+    {0, {{1024, 512, 8192, 0}}, 0, 4},
+    {0, {{1024, 512, 8192, 1}}, 4, 8},
+    {1, {{1024, 512, 8192, 0}}, 8, 12},
+    {1, {{1024, 512, 8192, 1}}, 12, 16},
+    {1, {{2048, 1024, 16384, 0}}, 16, 20},
+}};
+inline constexpr std::array<HashSlot, 16> kRunSlots{{
+    {0, kNoId},
+    {0xf2386bce343b2d5cull, 2},
+    {0, kNoId},
+    {0x24b435d692494e5full, 1},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0xacde65491acc56d3ull, 3},
+    {0x7b39acc88b3e66ffull, 0},
+    {0, kNoId},
+    {0xdcdc8d2d1d2e0317ull, 4},
+    {0, kNoId},
+}};
+inline constexpr std::array<RunEntry, 20> kEntries{{
+    {4, 0},
+    {5, 5},
+    {9, 10},
+    {10, 15},
+    {4, 1},
+    {5, 6},
+    {9, 11},
+    {10, 16},
+    {4, 2},
+    {5, 7},
+    {9, 12},
+    {10, 17},
+    {4, 3},
+    {5, 8},
+    {9, 13},
+    {10, 18},
+    {4, 4},
+    {5, 9},
+    {9, 14},
+    {10, 19},
+}};
+inline constexpr IndexView<Bucket> kIndex{
+    kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
+    {kNameSlots.data(), 0x997f31f8a4cd9c81ull, 5},
+    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
+    {kRunSlots.data(), 0xd573529b34a1d093ull, 4},
+    kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -133,8 +220,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 }
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
-// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
-// precomputes the host's chain over kKeys; later calls compare integers only.
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
+// the host's key at every thread count against kNames; later calls hash integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
   static const HostChain host = kIndex.ForHost();
   return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{b, h, v, backward}}, threads, dtype),

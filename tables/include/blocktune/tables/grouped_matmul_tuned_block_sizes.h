@@ -75,32 +75,109 @@ inline constexpr std::array<Row, 12> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 512}, 28410246.0, 5, 14, 3861, ""},
 }};
 
-// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
-// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
-inline constexpr std::array<std::string_view, 4> kKeys{{
+// The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
+// (every row key and its prefixes at component boundaries, sorted) with their depths, the
+// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
+// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+inline constexpr std::array<std::string_view, 11> kNames{{
+    "x86_64",
+    "x86_64.avx2",
+    "x86_64.avx2.amd",
+    "x86_64.avx2.amd.fam25_mod1",
     "x86_64.avx2.amd.fam25_mod1.t1",
     "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512",
+    "x86_64.avx512.intel",
+    "x86_64.avx512.intel.fam6_mod167",
     "x86_64.avx512.intel.fam6_mod167.t1",
     "x86_64.avx512.intel.fam6_mod167.t2",
 }};
-inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
-using Entry = IndexEntry<std::array<std::int64_t, 4>>;
-inline constexpr std::array<Entry, 12> kEntries{{
-    {0, {{4096, 1024, 1024, 64}}, 0, 0},
-    {0, {{4096, 1024, 1024, 64}}, 1, 3},
-    {0, {{4096, 1024, 1024, 64}}, 2, 6},
-    {0, {{4096, 1024, 1024, 64}}, 3, 9},
-    {1, {{4096, 1024, 1024, 8}}, 0, 2},
-    {1, {{4096, 1024, 1024, 8}}, 1, 5},
-    {1, {{4096, 1024, 1024, 8}}, 2, 8},
-    {1, {{4096, 1024, 1024, 8}}, 3, 11},
-    {1, {{4096, 1024, 1024, 64}}, 0, 1},
-    {1, {{4096, 1024, 1024, 64}}, 1, 4},
-    {1, {{4096, 1024, 1024, 64}}, 2, 7},
-    {1, {{4096, 1024, 1024, 64}}, 3, 10},
+inline constexpr std::array<std::uint32_t, 11> kNameDepth{{1, 2, 3, 4, 5, 5, 2, 3, 4, 5, 5}};
+inline constexpr std::size_t kPrefixWidth = 5;
+inline constexpr std::array<std::uint32_t, 55> kPrefix{{
+    0, kNoId, kNoId, kNoId, kNoId,
+    0, 1, kNoId, kNoId, kNoId,
+    0, 1, 2, kNoId, kNoId,
+    0, 1, 2, 3, kNoId,
+    0, 1, 2, 3, 4,
+    0, 1, 2, 3, 5,
+    0, 6, kNoId, kNoId, kNoId,
+    0, 6, 7, kNoId, kNoId,
+    0, 6, 7, 8, kNoId,
+    0, 6, 7, 8, 9,
+    0, 6, 7, 8, 10,
 }};
-inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
-                                         kEntries.data(), kEntries.size()};
+inline constexpr std::array<HashSlot, 32> kNameSlots{{
+    {0, kNoId},
+    {0x535af8d0353446d5ull, 6},
+    {0, kNoId},
+    {0xa4cb77c10d732fcfull, 1},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x6a0457fa18ef279full, 3},
+    {0x4284648dae9b9674ull, 10},
+    {0, kNoId},
+    {0, kNoId},
+    {0xdecad414c2eebcfdull, 8},
+    {0x55f28cc4b6920d13ull, 7},
+    {0xd438edc2ededb0a4ull, 5},
+    {0, kNoId},
+    {0, kNoId},
+    {0x5ef0f2275d42e438ull, 2},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x90b6f66ef3a90497ull, 9},
+    {0x38046b8082d136e6ull, 4},
+    {0x742b48f1bb286023ull, 0},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Bucket = std::array<std::int64_t, 4>;
+inline constexpr std::array<RunInfo<Bucket>, 3> kRuns{{
+    {0, {{4096, 1024, 1024, 64}}, 0, 4},
+    {1, {{4096, 1024, 1024, 8}}, 4, 8},
+    {1, {{4096, 1024, 1024, 64}}, 8, 12},
+}};
+inline constexpr std::array<HashSlot, 8> kRunSlots{{
+    {0x72b7617059275bbdull, 2},
+    {0, kNoId},
+    {0, kNoId},
+    {0x6ae4577d09ddca4cull, 1},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x1d7dd6c06e3c86b9ull, 0},
+}};
+inline constexpr std::array<RunEntry, 12> kEntries{{
+    {4, 0},
+    {5, 3},
+    {9, 6},
+    {10, 9},
+    {4, 2},
+    {5, 5},
+    {9, 8},
+    {10, 11},
+    {4, 1},
+    {5, 4},
+    {9, 7},
+    {10, 10},
+}};
+inline constexpr IndexView<Bucket> kIndex{
+    kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
+    {kNameSlots.data(), 0x997f31f8a4cd9c81ull, 5},
+    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
+    {kRunSlots.data(), 0xd573529b34a1d093ull, 3},
+    kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -117,8 +194,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 }
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
-// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
-// precomputes the host's chain over kKeys; later calls compare integers only.
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
+// the host's key at every thread count against kNames; later calls hash integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
   static const HostChain host = kIndex.ForHost();
   return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, k, n, groups}}, threads, dtype),

@@ -81,36 +81,114 @@ inline constexpr std::array<Row, 16> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {32, 1}, 7001562.25, 5, 10, 4097, ""},
 }};
 
-// The index the lookups search (IndexView in resolve.h): the rows' hardware keys and dtypes in
-// sorted order, and per row of kRows {dtype, rounded dims in kDims order, key, row}, sorted.
-inline constexpr std::array<std::string_view, 4> kKeys{{
+// The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
+// (every row key and its prefixes at component boundaries, sorted) with their depths, the
+// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
+// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+inline constexpr std::array<std::string_view, 11> kNames{{
+    "x86_64",
+    "x86_64.avx2",
+    "x86_64.avx2.amd",
+    "x86_64.avx2.amd.fam25_mod1",
     "x86_64.avx2.amd.fam25_mod1.t1",
     "x86_64.avx2.amd.fam25_mod1.t2",
+    "x86_64.avx512",
+    "x86_64.avx512.intel",
+    "x86_64.avx512.intel.fam6_mod167",
     "x86_64.avx512.intel.fam6_mod167.t1",
     "x86_64.avx512.intel.fam6_mod167.t2",
 }};
-inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
-using Entry = IndexEntry<std::array<std::int64_t, 7>>;
-inline constexpr std::array<Entry, 16> kEntries{{
-    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 0},
-    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 1, 4},
-    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 2, 8},
-    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 3, 12},
-    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 0, 1},
-    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 1, 5},
-    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 2, 9},
-    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 3, 13},
-    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 2},
-    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 1, 6},
-    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 2, 10},
-    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 3, 14},
-    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 0, 3},
-    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 1, 7},
-    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 2, 11},
-    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 3, 15},
+inline constexpr std::array<std::uint32_t, 11> kNameDepth{{1, 2, 3, 4, 5, 5, 2, 3, 4, 5, 5}};
+inline constexpr std::size_t kPrefixWidth = 5;
+inline constexpr std::array<std::uint32_t, 55> kPrefix{{
+    0, kNoId, kNoId, kNoId, kNoId,
+    0, 1, kNoId, kNoId, kNoId,
+    0, 1, 2, kNoId, kNoId,
+    0, 1, 2, 3, kNoId,
+    0, 1, 2, 3, 4,
+    0, 1, 2, 3, 5,
+    0, 6, kNoId, kNoId, kNoId,
+    0, 6, 7, kNoId, kNoId,
+    0, 6, 7, 8, kNoId,
+    0, 6, 7, 8, 9,
+    0, 6, 7, 8, 10,
 }};
-inline constexpr IndexView<Entry> kIndex{kKeys.data(), kKeys.size(), kDtypes.data(), kDtypes.size(),
-                                         kEntries.data(), kEntries.size()};
+inline constexpr std::array<HashSlot, 32> kNameSlots{{
+    {0, kNoId},
+    {0x535af8d0353446d5ull, 6},
+    {0, kNoId},
+    {0xa4cb77c10d732fcfull, 1},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x6a0457fa18ef279full, 3},
+    {0x4284648dae9b9674ull, 10},
+    {0, kNoId},
+    {0, kNoId},
+    {0xdecad414c2eebcfdull, 8},
+    {0x55f28cc4b6920d13ull, 7},
+    {0xd438edc2ededb0a4ull, 5},
+    {0, kNoId},
+    {0, kNoId},
+    {0x5ef0f2275d42e438ull, 2},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0x90b6f66ef3a90497ull, 9},
+    {0x38046b8082d136e6ull, 4},
+    {0x742b48f1bb286023ull, 0},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+}};
+inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
+using Bucket = std::array<std::int64_t, 7>;
+inline constexpr std::array<RunInfo<Bucket>, 4> kRuns{{
+    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 4},
+    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 4, 8},
+    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 8, 12},
+    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 12, 16},
+}};
+inline constexpr std::array<HashSlot, 8> kRunSlots{{
+    {0, kNoId},
+    {0, kNoId},
+    {0, kNoId},
+    {0xa673c2595b2102a4ull, 1},
+    {0x0922177fcc75eea0ull, 0},
+    {0xa56927b6e51a94beull, 2},
+    {0xc5061a1915946329ull, 3},
+    {0, kNoId},
+}};
+inline constexpr std::array<RunEntry, 16> kEntries{{
+    {4, 0},
+    {5, 4},
+    {9, 8},
+    {10, 12},
+    {4, 1},
+    {5, 5},
+    {9, 9},
+    {10, 13},
+    {4, 2},
+    {5, 6},
+    {9, 10},
+    {10, 14},
+    {4, 3},
+    {5, 7},
+    {9, 11},
+    {10, 15},
+}};
+inline constexpr IndexView<Bucket> kIndex{
+    kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
+    {kNameSlots.data(), 0x997f31f8a4cd9c81ull, 5},
+    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
+    {kRunSlots.data(), 0xd573529b34a1d093ull, 3},
+    kEntries.data(), kEntries.size()};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -127,8 +205,8 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 }
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
-// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and
-// precomputes the host's chain over kKeys; later calls compare integers only.
+// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
+// the host's key at every thread count against kNames; later calls hash integers only.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
   static const HostChain host = kIndex.ForHost();
   return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}}, threads, dtype),

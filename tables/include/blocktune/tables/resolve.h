@@ -110,20 +110,32 @@ inline std::vector<std::string_view> KeyPrefixes(std::string_view key) {
 }
 
 // a == b without a call into the C library: keys and dtypes are short, and memcmp's call and
-// dispatch cost more than comparing them eight bytes at a time inline.
+// dispatch cost more than comparing them eight bytes at a time inline (the last word overlapping
+// the one before it, so no byte loop for the tail).
 inline bool SameText(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
+  const std::size_t n = a.size();
+  if (n != b.size()) return false;
   const char* x = a.data();
   const char* y = b.data();
-  std::size_t n = a.size();
-  for (; n >= 8; n -= 8, x += 8, y += 8) {
-    std::uint64_t u, v;
-    std::memcpy(&u, x, 8);
-    std::memcpy(&v, y, 8);
-    if (u != v) return false;
+  auto word = [](const char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+  };
+  auto half = [](const char* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;
+  };
+  if (n >= 8) {
+    for (std::size_t i = 0; i + 8 < n; i += 8) {
+      if (word(x + i) != word(y + i)) return false;
+    }
+    return word(x + n - 8) == word(y + n - 8);
   }
-  for (; n > 0; --n, ++x, ++y) {
-    if (*x != *y) return false;
+  if (n >= 4) return half(x) == half(y) && half(x + n - 4) == half(y + n - 4);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (x[i] != y[i]) return false;
   }
   return true;
 }
@@ -344,28 +356,88 @@ template <std::size_t N>
 bool operator!=(std::string_view a, const BucketName<N>& b) { return !(b == a); }
 
 // ---------------------------------------------------------------------------------------------
-// Resolution, written once for every row source: a generated header indexes its constexpr rows
-// at generation time, the daemon indexes the rows it loaded from SQLite (tuner/lookup.cc).
+// Resolution, written once for every row source: a generated header holds its index as
+// constexpr arrays computed by the generator, the daemon builds the same index at run time over
+// the rows it loaded from SQLite (tuner/lookup.cc); both are built by BuildIndex below and
+// searched by IndexView.
 //
-// An index interns the rows' hardware keys and dtypes into small ids, each list sorted (a
-// smaller key id is a smaller key), and holds one entry per row sorted by (dtype id, bucket, key
-// id). A lookup finds the run of entries with its dtype and bucket by binary search; each entry
-// of the run is ranked by the ChainLevel of its key, and the lowest level answers, the first
-// entry of that level (the smallest key) on a tie. No run, or no entry of the run on the
-// query's chain: the kernel's default. No strings are built and nothing is allocated.
+// Names: every row's hardware key and every prefix of one at a component boundary, sorted and
+// unique (a smaller id is a smaller string), with for each name the ids of its own prefixes
+// by depth. A queried key is looked up once in a hash table of the names; its fallback levels
+// are names too (the key less its last component, its first three), so from then on "is this
+// row key on the query's chain, and at which level" compares two integers.
+//
+// Runs: the rows with one (dtype, bucket), found through an open-addressing hash table on the
+// dtype id and the rounded dims (or the bucket id string in the daemon), each a slice of
+// `entries` in key order. A lookup hashes its bucket, takes the run, and ranks each entry of the
+// run by its key's level on the query's chain: the lowest level answers, the first entry of
+// that level (the smallest key) on a tie. No run, or no entry of the run on the query's chain:
+// the kernel's default. No strings are built and nothing is allocated.
 
 inline constexpr std::uint32_t kNoId = 0xffffffffu;
 
+// Hashing. Every value is computed the same way by the generator and at run time, so the
+// generated slot arrays work wherever the header is compiled (byte order fixed to little-endian).
+// Words are multiplied by per-position constants and summed, so the multiplies of one key run in
+// parallel, then mixed once.
+inline constexpr std::uint64_t kHashKeys[8] = {
+    0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0xD6E8FEB86659FD93ull,
+    0xFF51AFD7ED558CCDull, 0xC4CEB9FE1A85EC53ull, 0xBF58476D1CE4E5B9ull, 0x94D049BB133111EBull,
+};
 
-// Bucket order and equality for the index: element by element for rounded dims (std::array's
-// operators call memcmp for ==), as text for bucket ids.
-template <std::size_t N>
-bool BucketLess(const std::array<std::int64_t, N>& a, const std::array<std::int64_t, N>& b) {
-  for (std::size_t i = 0; i < N; ++i) {
-    if (a[i] != b[i]) return a[i] < b[i];
-  }
-  return false;
+inline constexpr std::uint64_t HashWord(std::uint64_t w, std::size_t position) {
+  return (w ^ kHashKeys[position & 7]) * kHashKeys[(position + 3) & 7];
 }
+
+inline constexpr std::uint64_t HashFinish(std::uint64_t x) {
+  x ^= x >> 32;
+  x *= 0xD6E8FEB86659FD93ull;
+  return x ^ (x >> 32);
+}
+
+inline std::uint64_t HashLoad64(const char* p) {
+  std::uint64_t v;
+  std::memcpy(&v, p, 8);
+#if defined(__BYTE_ORDER__) && defined(__ORDER_BIG_ENDIAN__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  v = __builtin_bswap64(v);
+#endif
+  return v;
+}
+
+// A name, eight bytes at a time (the last word overlaps the one before it).
+inline std::uint64_t HashText(std::string_view s) {
+  const char* p = s.data();
+  const std::size_t n = s.size();
+  std::uint64_t h = n * kHashKeys[0];
+  if (n >= 8) {
+    std::size_t k = 1;
+    for (std::size_t i = 0; i + 8 < n; i += 8, ++k) h += HashWord(HashLoad64(p + i), k);
+    return HashFinish(h + HashWord(HashLoad64(p + n - 8), k));
+  }
+  std::uint64_t w = 0;
+  for (std::size_t i = 0; i < n; ++i) w |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  return HashFinish(h + HashWord(w, 1));
+}
+
+// A run's key: its dtype id and rounded dims (generated headers) or bucket id (the daemon).
+inline std::uint64_t HashBucket(std::uint32_t dtype, const std::int64_t* v, std::size_t n) {
+  std::uint64_t h = HashWord(dtype, 0);
+  for (std::size_t i = 0; i < n; ++i) h += HashWord(static_cast<std::uint64_t>(v[i]), i + 1);
+  return HashFinish(h);
+}
+template <std::size_t N>
+std::uint64_t HashBucket(std::uint32_t dtype, const std::array<std::int64_t, N>& v) {
+  return HashBucket(dtype, v.data(), N);
+}
+inline std::uint64_t HashBucket(std::uint32_t dtype, const std::vector<std::int64_t>& v) {
+  return HashBucket(dtype, v.data(), v.size());
+}
+inline std::uint64_t HashBucket(std::uint32_t dtype, std::string_view bucket) {
+  return HashFinish(HashText(bucket) + HashWord(dtype, 0));
+}
+
+// Bucket equality for the run check: element by element for rounded dims (std::array's == calls
+// memcmp), as text for bucket ids.
 template <std::size_t N>
 bool BucketEqual(const std::array<std::int64_t, N>& a, const std::array<std::int64_t, N>& b) {
   for (std::size_t i = 0; i < N; ++i) {
@@ -373,17 +445,152 @@ bool BucketEqual(const std::array<std::int64_t, N>& a, const std::array<std::int
   }
   return true;
 }
-inline bool BucketLess(std::string_view a, std::string_view b) { return a < b; }
 inline bool BucketEqual(std::string_view a, std::string_view b) { return SameText(a, b); }
 
-// `Bucket` is what the index compares: std::array<std::int64_t, N> of rounded dims in a
-// generated header, the bucket id string in the daemon.
-template <typename Bucket>
-struct IndexEntry {
-  std::uint32_t dtype;  // index into the dtype list
-  Bucket bucket;
-  std::uint32_t key;  // index into the key list
-  std::uint32_t row;  // index of the row in the caller's row list
+// An open-addressing hash table of ids (linear probing, at most half full). The home slot of a
+// hash is the top `bits` bits of hash * seed; the builder tries a few seeds and keeps the one
+// that displaces fewest ids (none, for every table generated so far: one probe per hit).
+struct HashSlot {
+  std::uint64_t hash;
+  std::uint32_t id;  // kNoId: empty
+};
+
+struct HashTableView {
+  const HashSlot* slots = nullptr;
+  std::uint64_t seed = 1;
+  unsigned bits = 0;  // 2^bits slots; 0 with no slots
+
+  // The id whose slot holds `hash` and satisfies `same(id)`; kNoId if none.
+  template <typename Same>
+  std::uint32_t Find(std::uint64_t hash, Same&& same) const {
+    if (bits == 0) return kNoId;
+    const std::size_t mask = (std::size_t{1} << bits) - 1;
+    for (std::size_t s = static_cast<std::size_t>((hash * seed) >> (64 - bits));; s = (s + 1) & mask) {
+      const HashSlot& x = slots[s];
+      if (x.id == kNoId) return kNoId;
+      if (x.hash == hash && same(x.id)) return x.id;
+    }
+  }
+};
+
+struct HashTableData {
+  std::vector<HashSlot> slots;
+  std::uint64_t seed = 1;
+  unsigned bits = 0;
+  std::size_t displaced = 0;  // sum over ids of their distance from their home slot
+  HashTableView view() const { return {slots.data(), seed, bits}; }
+};
+
+// The table of ids 0..hashes.size()-1. Deterministic: the same hashes give the same table.
+inline HashTableData BuildHashTable(const std::vector<std::uint64_t>& hashes) {
+  HashTableData best;
+  if (hashes.empty()) return best;
+  unsigned bits = 1;
+  while ((std::size_t{1} << bits) < 2 * hashes.size()) ++bits;
+  std::uint64_t state = 0x0123456789ABCDEFull;
+  for (int attempt = 0; attempt < 32 && (attempt == 0 || best.displaced > 0); ++attempt) {
+    // splitmix64: a fixed sequence of odd multipliers.
+    state += 0x9E3779B97F4A7C15ull;
+    std::uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    const std::uint64_t seed = (z ^ (z >> 31)) | 1;
+    HashTableData t;
+    t.seed = seed;
+    t.bits = bits;
+    t.slots.assign(std::size_t{1} << bits, HashSlot{0, kNoId});
+    const std::size_t mask = t.slots.size() - 1;
+    for (std::size_t id = 0; id < hashes.size(); ++id) {
+      std::size_t s = static_cast<std::size_t>((hashes[id] * seed) >> (64 - bits));
+      while (t.slots[s].id != kNoId) {
+        s = (s + 1) & mask;
+        ++t.displaced;
+      }
+      t.slots[s] = {hashes[id], static_cast<std::uint32_t>(id)};
+    }
+    if (attempt == 0 || t.displaced < best.displaced) best = std::move(t);
+  }
+  return best;
+}
+
+// Where a key's components end: its component count, and the offsets of its third and last
+// dots (npos if it has fewer). Eight bytes at a time: a '.' byte is found by a bit trick
+// without a branch per character.
+struct KeyCuts {
+  std::uint32_t depth = 1;
+  std::size_t third_dot = std::string_view::npos;
+  std::size_t last_dot = std::string_view::npos;
+};
+
+inline KeyCuts CutsOf(std::string_view key) {
+  KeyCuts c;
+  const char* p = key.data();
+  const std::size_t n = key.size();
+#if defined(__GNUC__) || defined(__clang__)
+  if (n >= 8) {
+    constexpr std::uint64_t kLow7 = 0x7F7F7F7F7F7F7F7Full;
+    // Bit 7 of each byte of the word at `at` that is '.', bytes before `from` cleared.
+    auto dots = [&](std::size_t at, unsigned from) {
+      const std::uint64_t z = HashLoad64(p + at) ^ 0x2E2E2E2E2E2E2E2Eull;  // '.' bytes become 0
+      const std::uint64_t m = ~(((z & kLow7) + kLow7) | z | kLow7);
+      return from == 0 ? m : m & (~std::uint64_t{0} << (8 * from));
+    };
+    auto scan = [&](std::size_t at, std::uint64_t m) {
+      for (; m != 0; m &= m - 1) {
+        const std::size_t dot = at + static_cast<std::size_t>(__builtin_ctzll(m) >> 3);
+        if (++c.depth == 4) c.third_dot = dot;
+        c.last_dot = dot;
+      }
+    };
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) scan(i, dots(i, 0));
+    // The tail: the last word again, without the bytes already seen.
+    if (i < n) scan(n - 8, dots(n - 8, static_cast<unsigned>(8 - (n - i))));
+    return c;
+  }
+#endif
+  for (std::size_t i = 0; i < n; ++i) {
+    if (p[i] != '.') continue;
+    if (++c.depth == 4) c.third_dot = i;
+    c.last_dot = i;
+  }
+  return c;
+}
+
+// Component count of a key (dots + 1).
+inline std::uint32_t KeyDepth(std::string_view key) { return CutsOf(key).depth; }
+
+// The key's first `depth` components (the whole key if it has no more).
+inline std::string_view KeyPrefixAt(std::string_view key, std::uint32_t depth) {
+  std::uint32_t d = 1;
+  for (std::size_t i = 0; i < key.size(); ++i) {
+    if (key[i] == '.' && d++ == depth) return key.substr(0, i);
+  }
+  return key;
+}
+
+// The depths of a key's fallback levels (ChainOf): the key less its last component if that
+// still has more than three, then its first three; none for a key of three or fewer.
+struct ChainDepths {
+  std::uint32_t depth[kMaxChainLevels - 1] = {};
+  std::uint32_t size = 0;  // fallback levels (the chain has size + 1)
+};
+inline ChainDepths ChainDepthsOf(std::uint32_t depth) {
+  ChainDepths c;
+  if (depth >= 5) c.depth[c.size++] = depth - 1;
+  if (depth >= 4) c.depth[c.size++] = 3;
+  return c;
+}
+
+// A queried key resolved against an index's names: its own name id (kNoId if no row key has
+// it as a prefix), the chain length, and the fallback levels that name some row key's prefix.
+struct Query {
+  std::uint32_t key = kNoId;
+  std::uint32_t levels = 1;  // the key's chain length (ChainOf(key).size)
+  std::uint32_t n = 0;       // entries of level/depth/name in use
+  std::uint32_t level[kMaxChainLevels - 1] = {};
+  std::uint32_t depth[kMaxChainLevels - 1] = {};
+  std::uint32_t name[kMaxChainLevels - 1] = {};
 };
 
 // Which row answers and from how far: `level` is the chain level of the row's key (0: the key
@@ -398,28 +605,44 @@ inline Source SourceOf(const Resolution& r) {
   return r.level == 0 ? Source::kTuned : Source::kTunedFallback;
 }
 
-// The host's chain over one index's keys, computed once per process and index (LookupForHost):
-// for each key id its level on the host's chain below the key itself (1 or 2, or kNoLevel),
-// and for each thread count 1..HostKeys::kMaxThreads the id of the host key at that count.
-struct HostChain {
-  std::vector<std::uint32_t> level;
-  std::uint32_t exact[HostKeys::kMaxThreads + 1];
-  std::uint32_t levels;  // the host key's chain length
+// The rows of one (dtype, bucket): entries[begin, end), in key order.
+template <typename Bucket>
+struct RunInfo {
+  std::uint32_t dtype;  // index into the dtype list
+  Bucket bucket;
+  std::uint32_t begin;
+  std::uint32_t end;
 };
 
-template <typename Entry>
+struct RunEntry {
+  std::uint32_t key;  // name id of the row's hardware key
+  std::uint32_t row;  // index of the row in the caller's row list
+};
+
+// The host's queries, one per thread count 1..HostKeys::kMaxThreads, resolved once per process
+// and index (LookupForHost).
+struct HostChain {
+  Query query[HostKeys::kMaxThreads + 1];
+};
+
+template <typename Bucket>
 struct IndexView {
-  const std::string_view* keys;  // sorted, unique
-  std::size_t num_keys;
+  const std::string_view* names;  // sorted, unique
+  std::size_t num_names;
+  const std::uint32_t* name_depth;  // per name, its component count
+  const std::uint32_t* prefix;      // prefix[name * prefix_width + d - 1]: the name's first d components
+  std::size_t prefix_width;         //   (kNoId past its depth)
+  HashTableView name_table;
   const std::string_view* dtypes;  // sorted, unique
   std::size_t num_dtypes;
-  const Entry* entries;  // sorted by (dtype, bucket, key)
+  const RunInfo<Bucket>* runs;  // sorted by (dtype, bucket)
+  std::size_t num_runs;
+  HashTableView run_table;
+  const RunEntry* entries;  // grouped by run, in key order within one
   std::size_t num_entries;
 
-  std::uint32_t KeyId(std::string_view key) const {
-    const std::string_view* end = keys + num_keys;
-    const std::string_view* it = std::lower_bound(keys, end, key);
-    return it != end && *it == key ? static_cast<std::uint32_t>(it - keys) : kNoId;
+  std::uint32_t NameId(std::string_view name) const {
+    return name_table.Find(HashText(name), [&](std::uint32_t id) { return SameText(names[id], name); });
   }
 
   std::uint32_t DtypeId(std::string_view dtype) const {
@@ -429,81 +652,197 @@ struct IndexView {
     return kNoId;
   }
 
-  // The entries with this dtype and bucket, in key order; empty if there are none.
-  template <typename Bucket>
-  std::pair<const Entry*, const Entry*> Run(std::uint32_t dtype, const Bucket& bucket) const {
-    const Entry* first = entries;
-    const Entry* last = entries + num_entries;
-    const Entry* lo = std::partition_point(first, last, [&](const Entry& e) {
-      return e.dtype < dtype || (e.dtype == dtype && BucketLess(e.bucket, bucket));
+  // The run of this dtype and bucket; null if no row has them.
+  template <typename B>
+  const RunInfo<Bucket>* FindRun(std::string_view dtype, const B& bucket) const {
+    const std::uint32_t d = DtypeId(dtype);
+    if (d == kNoId) return nullptr;
+    const std::uint32_t id = run_table.Find(HashBucket(d, bucket), [&](std::uint32_t r) {
+      return runs[r].dtype == d && BucketEqual(runs[r].bucket, bucket);
     });
-    const Entry* hi = lo;
-    while (hi != last && hi->dtype == dtype && BucketEqual(hi->bucket, bucket)) ++hi;
-    return {lo, hi};
+    return id == kNoId ? nullptr : &runs[id];
   }
 
-  // The lowest-level entry of [lo, hi) by `level_of(key id)`; ties go to the first (smallest key).
-  template <typename LevelOf>
-  static Resolution Pick(const Entry* lo, const Entry* hi, std::uint32_t levels, LevelOf&& level_of) {
+  // The key's chain over this index's names. A key that is a name has its levels' ids in the
+  // prefix table; any other key is split at its dots and its levels looked up by hash
+  // (PrepareLevels).
+  Query Prepare(std::string_view key) const {
+    Query q;
+    q.key = NameId(key);
+    if (q.key == kNoId) return PrepareLevels(key);
+    const ChainDepths c = ChainDepthsOf(name_depth[q.key]);
+    q.levels = c.size + 1;
+    for (std::uint32_t i = 0; i < c.size; ++i) {
+      q.level[q.n] = i + 1;
+      q.depth[q.n] = c.depth[i];
+      q.name[q.n] = prefix[q.key * prefix_width + c.depth[i] - 1];
+      ++q.n;
+    }
+    return q;
+  }
+
+  // The fallback levels of `key` only (q.key stays kNoId): as ChainOf, the key less its last
+  // component if that is below arch.isa.vendor, then arch.isa.vendor, each looked up by hash.
+  Query PrepareLevels(std::string_view key) const {
+    Query q;
+    const KeyCuts cuts = CutsOf(key);
+    const ChainDepths c = ChainDepthsOf(cuts.depth);
+    q.levels = c.size + 1;
+    for (std::uint32_t i = 0; i < c.size; ++i) {
+      const std::uint32_t id = NameId(key.substr(0, c.depth[i] == 3 ? cuts.third_dot : cuts.last_dot));
+      if (id == kNoId) continue;  // no row key is under this level
+      q.level[q.n] = i + 1;
+      q.depth[q.n] = c.depth[i];
+      q.name[q.n] = id;
+      ++q.n;
+    }
+    return q;
+  }
+
+  // The lowest-level entry of the run for query `q`; ties go to the first (smallest key).
+  Resolution Pick(const RunInfo<Bucket>* run, const Query& q) const {
+    if (run == nullptr) return {kNoId, q.levels};
     std::uint32_t best_row = kNoId;
     std::uint32_t best_level = kNoLevel;
-    for (const Entry* e = lo; e != hi; ++e) {
-      const std::uint32_t l = level_of(e->key);
-      if (l < best_level) {
-        best_row = e->row;
-        best_level = l;
-        if (l == 0) break;
+    for (const RunEntry* e = entries + run->begin, *end = entries + run->end; e != end; ++e) {
+      if (e->key == q.key) return {e->row, 0};
+      for (std::uint32_t i = 0; i < q.n && q.level[i] < best_level; ++i) {
+        if (prefix[e->key * prefix_width + q.depth[i] - 1] == q.name[i]) {
+          best_row = e->row;
+          best_level = q.level[i];
+          break;
+        }
       }
     }
-    return best_row == kNoId ? Resolution{kNoId, levels} : Resolution{best_row, best_level};
+    return best_row == kNoId ? Resolution{kNoId, q.levels} : Resolution{best_row, best_level};
   }
 
-  // Resolution for any key, given as a string.
-  template <typename Bucket>
-  Resolution Resolve(std::string_view key, std::string_view dtype, const Bucket& bucket) const {
-    const std::uint32_t d = DtypeId(dtype);
-    const auto run = d == kNoId ? std::pair<const Entry*, const Entry*>{nullptr, nullptr} : Run(d, bucket);
-    // The exact key first: the common hit needs no chain.
-    for (const Entry* e = run.first; e != run.second; ++e) {
-      if (SameText(keys[e->key], key)) return {e->row, 0};
+  // Resolution for any key, given as a string. The bucket is searched first: a bucket no row
+  // has is the default without looking at the key beyond counting its levels. Then the run's
+  // few keys are compared with the key itself (the common exact hit needs no hashing of it);
+  // only a miss there resolves the key's fallback levels.
+  template <typename B>
+  Resolution Resolve(std::string_view key, std::string_view dtype, const B& bucket) const {
+    const RunInfo<Bucket>* run = FindRun(dtype, bucket);
+    if (run == nullptr) return {kNoId, ChainDepthsOf(KeyDepth(key)).size + 1};
+    for (const RunEntry* e = entries + run->begin, *end = entries + run->end; e != end; ++e) {
+      if (SameText(names[e->key], key)) return {e->row, 0};
     }
-    const ChainKeys chain = ChainOf(key);
-    return Pick(run.first, run.second, static_cast<std::uint32_t>(chain.size),
-                [&](std::uint32_t id) { return ChainLevel(chain, keys[id]); });
+    return Pick(run, PrepareLevels(key));
   }
 
-  // The host's chain over this index's keys (see HostChain); detects the CPU on first use.
+  // The host's queries over this index (see HostChain); detects the CPU on first use.
   HostChain ForHost() const {
     const HostKeys& host = HostKeys::Get();
-    const ChainKeys chain = ChainOf(host.Key(1));
     HostChain h;
-    h.levels = static_cast<std::uint32_t>(chain.size);
-    h.level.resize(num_keys);
-    for (std::size_t id = 0; id < num_keys; ++id) {
-      std::uint32_t l = kNoLevel;
-      for (std::size_t i = 1; i < chain.size && l == kNoLevel; ++i) {
-        if (KeyHasPrefix(keys[id], chain.level[i])) l = static_cast<std::uint32_t>(i);
-      }
-      h.level[id] = l;
-    }
-    h.exact[0] = kNoId;
-    for (int t = 1; t <= HostKeys::kMaxThreads; ++t) h.exact[t] = KeyId(host.Key(t));
+    h.query[0] = Query{};
+    for (int t = 1; t <= HostKeys::kMaxThreads; ++t) h.query[t] = Prepare(host.Key(t));
     return h;
   }
 
-  // Resolution for the host key at `threads` threads, by key id only.
-  template <typename Bucket>
-  Resolution ResolveForHost(const HostChain& host, int threads, std::string_view dtype, const Bucket& bucket) const {
+  // Resolution for the host key at `threads` threads, by integers only.
+  template <typename B>
+  Resolution ResolveForHost(const HostChain& host, int threads, std::string_view dtype, const B& bucket) const {
     if (threads < 1 || threads > HostKeys::kMaxThreads) {
       return Resolve(HostKeys::Get().Key(threads), dtype, bucket);
     }
-    const std::uint32_t d = DtypeId(dtype);
-    const auto run = d == kNoId ? std::pair<const Entry*, const Entry*>{nullptr, nullptr} : Run(d, bucket);
-    const std::uint32_t exact = host.exact[threads];
-    return Pick(run.first, run.second, host.levels,
-                [&](std::uint32_t id) { return id == exact ? 0u : host.level[id]; });
+    return Pick(FindRun(dtype, bucket), host.query[threads]);
   }
 };
+
+// What the index is made of, as vectors: built by BuildIndex for the daemon's rows (RowIndex)
+// and by the generator, which prints it as the arrays of a generated header.
+template <typename Bucket>
+struct IndexData {
+  std::vector<std::string_view> names;  // views into the rows' keys
+  std::vector<std::uint32_t> name_depth;
+  std::vector<std::uint32_t> prefix;
+  std::size_t prefix_width = 0;
+  HashTableData name_table;
+  std::vector<std::string_view> dtypes;  // views into the rows' dtypes
+  std::vector<RunInfo<Bucket>> runs;
+  HashTableData run_table;
+  std::vector<RunEntry> entries;
+
+  IndexView<Bucket> view() const {
+    return {names.data(), names.size(), name_depth.data(), prefix.data(), prefix_width, name_table.view(),
+            dtypes.data(), dtypes.size(), runs.data(), runs.size(), run_table.view(), entries.data(), entries.size()};
+  }
+};
+
+// One row as the index sees it.
+template <typename Bucket>
+struct IndexRow {
+  std::string_view hardware;
+  std::string_view dtype;
+  Bucket bucket;
+};
+
+template <typename Bucket>
+IndexData<Bucket> BuildIndex(const std::vector<IndexRow<Bucket>>& rows) {
+  IndexData<Bucket> x;
+  // Names: each key and its prefixes at component boundaries.
+  for (const auto& r : rows) {
+    const std::uint32_t depth = KeyDepth(r.hardware);
+    for (std::uint32_t d = 1; d <= depth; ++d) x.names.push_back(KeyPrefixAt(r.hardware, d));
+    x.dtypes.push_back(r.dtype);
+  }
+  for (auto* v : {&x.names, &x.dtypes}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  auto name_id = [&](std::string_view s) {
+    return static_cast<std::uint32_t>(std::lower_bound(x.names.begin(), x.names.end(), s) - x.names.begin());
+  };
+  for (std::string_view n : x.names) {
+    x.name_depth.push_back(KeyDepth(n));
+    x.prefix_width = std::max<std::size_t>(x.prefix_width, x.name_depth.back());
+  }
+  x.prefix.assign(x.names.size() * x.prefix_width, kNoId);
+  std::vector<std::uint64_t> hashes;
+  for (std::size_t id = 0; id < x.names.size(); ++id) {
+    for (std::uint32_t d = 1; d <= x.name_depth[id]; ++d) {
+      x.prefix[id * x.prefix_width + d - 1] = name_id(KeyPrefixAt(x.names[id], d));
+    }
+    hashes.push_back(HashText(x.names[id]));
+  }
+  x.name_table = BuildHashTable(hashes);
+
+  // Runs: entries sorted by (dtype, bucket, key, row), cut where (dtype, bucket) changes.
+  struct Sorted {
+    std::uint32_t dtype;
+    const Bucket* bucket;
+    std::uint32_t key;
+    std::uint32_t row;
+  };
+  std::vector<Sorted> sorted;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const auto dtype = static_cast<std::uint32_t>(std::lower_bound(x.dtypes.begin(), x.dtypes.end(), r.dtype) -
+                                                  x.dtypes.begin());
+    sorted.push_back({dtype, &r.bucket, name_id(r.hardware), static_cast<std::uint32_t>(i)});
+  }
+  std::sort(sorted.begin(), sorted.end(), [](const Sorted& a, const Sorted& b) {
+    if (a.dtype != b.dtype) return a.dtype < b.dtype;
+    if (*a.bucket < *b.bucket) return true;
+    if (*b.bucket < *a.bucket) return false;
+    if (a.key != b.key) return a.key < b.key;
+    return a.row < b.row;
+  });
+  hashes.clear();
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    const Sorted& s = sorted[i];
+    if (i == 0 || s.dtype != x.runs.back().dtype || !(*s.bucket == x.runs.back().bucket)) {
+      const auto at = static_cast<std::uint32_t>(i);
+      x.runs.push_back({s.dtype, *s.bucket, at, at});
+      hashes.push_back(HashBucket(s.dtype, *s.bucket));
+    }
+    x.entries.push_back({s.key, s.row});
+    x.runs.back().end = static_cast<std::uint32_t>(i + 1);
+  }
+  x.run_table = BuildHashTable(hashes);
+  return x;
+}
 
 // ---------------------------------------------------------------------------------------------
 // The lookup every generated header exposes, written once: bucket the problem, resolve over the
@@ -543,7 +882,7 @@ Lookup MarkStale(Lookup r, std::string_view build) {
   return r;
 }
 
-template <typename Row, std::size_t NRows, typename Entry, std::size_t NDims>
+template <typename Row, std::size_t NRows, std::size_t NDims>
 TableLookup<Row, NDims> AnswerFrom(const std::array<Row, NRows>& rows, const Resolution& r,
                                    const decltype(Row::config)& default_config, const BucketName<NDims>& bucket,
                                    std::string_view queried) {
@@ -561,58 +900,43 @@ BucketName<NDims> RoundBucket(const BucketDim (&dims)[NDims], const std::array<s
   return b;
 }
 
-template <typename Row, std::size_t NRows, typename Entry, std::size_t NDims>
-TableLookup<Row, NDims> LookupInTable(const std::array<Row, NRows>& rows, const IndexView<Entry>& index,
+template <typename Row, std::size_t NRows, typename Bucket, std::size_t NDims>
+TableLookup<Row, NDims> LookupInTable(const std::array<Row, NRows>& rows, const IndexView<Bucket>& index,
                                       const decltype(Row::config)& default_config, const BucketDim (&dims)[NDims],
                                       const std::array<std::int64_t, NDims>& values, std::string_view hardware_key,
                                       std::string_view dtype) {
   const BucketName<NDims> bucket = RoundBucket(dims, values);
   const Resolution r = index.Resolve(hardware_key, dtype, bucket.values);
-  return AnswerFrom<Row, NRows, Entry, NDims>(rows, r, default_config, bucket, hardware_key);
+  return AnswerFrom<Row, NRows, NDims>(rows, r, default_config, bucket, hardware_key);
 }
 
-template <typename Row, std::size_t NRows, typename Entry, std::size_t NDims>
-TableLookup<Row, NDims> LookupInTableForHost(const std::array<Row, NRows>& rows, const IndexView<Entry>& index,
+template <typename Row, std::size_t NRows, typename Bucket, std::size_t NDims>
+TableLookup<Row, NDims> LookupInTableForHost(const std::array<Row, NRows>& rows, const IndexView<Bucket>& index,
                                              const HostChain& host, const decltype(Row::config)& default_config,
                                              const BucketDim (&dims)[NDims],
                                              const std::array<std::int64_t, NDims>& values, int threads,
                                              std::string_view dtype) {
   const BucketName<NDims> bucket = RoundBucket(dims, values);
   const Resolution r = index.ResolveForHost(host, threads, dtype, bucket.values);
-  return AnswerFrom<Row, NRows, Entry, NDims>(rows, r, default_config, bucket, HostKeys::Get().Key(threads));
+  return AnswerFrom<Row, NRows, NDims>(rows, r, default_config, bucket, HostKeys::Get().Key(threads));
 }
 
 // ---------------------------------------------------------------------------------------------
 // An index built at run time over any rows with `hardware`, `dtype` and `bucket` members
-// convertible to std::string_view (the daemon's rows from SQLite; tests). It keeps views into
-// the rows, which must outlive it and stay where they are.
+// convertible to std::string_view (the daemon's rows from SQLite; tests): BuildIndex with bucket
+// ids for buckets, searched by the same IndexView as a generated header. It keeps views into the
+// rows, which must outlive it and stay where they are.
 
 class RowIndex {
  public:
-  using Entry = IndexEntry<std::string_view>;
-
   RowIndex() = default;
   template <typename Rows>
   explicit RowIndex(const Rows& rows) {
+    std::vector<IndexRow<std::string_view>> index_rows;
     for (const auto& r : rows) {
-      keys_.push_back(std::string_view(r.hardware));
-      dtypes_.push_back(std::string_view(r.dtype));
+      index_rows.push_back({std::string_view(r.hardware), std::string_view(r.dtype), std::string_view(r.bucket)});
     }
-    Unique(keys_);
-    Unique(dtypes_);
-    std::uint32_t i = 0;
-    for (const auto& r : rows) {
-      const std::string_view hw(r.hardware), dt(r.dtype);
-      const auto key = static_cast<std::uint32_t>(std::lower_bound(keys_.begin(), keys_.end(), hw) - keys_.begin());
-      const auto dtype = static_cast<std::uint32_t>(std::lower_bound(dtypes_.begin(), dtypes_.end(), dt) - dtypes_.begin());
-      entries_.push_back({dtype, std::string_view(r.bucket), key, i++});
-    }
-    std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
-      if (a.dtype != b.dtype) return a.dtype < b.dtype;
-      if (a.bucket != b.bucket) return a.bucket < b.bucket;
-      if (a.key != b.key) return a.key < b.key;
-      return a.row < b.row;
-    });
+    data_ = BuildIndex(index_rows);
   }
   // Copies would point into another object's vectors only by accident; moves keep the buffers.
   RowIndex(const RowIndex&) = delete;
@@ -620,21 +944,13 @@ class RowIndex {
   RowIndex(RowIndex&&) = default;
   RowIndex& operator=(RowIndex&&) = default;
 
-  IndexView<Entry> view() const {
-    return {keys_.data(), keys_.size(), dtypes_.data(), dtypes_.size(), entries_.data(), entries_.size()};
-  }
+  IndexView<std::string_view> view() const { return data_.view(); }
   Resolution Resolve(std::string_view hardware_key, std::string_view dtype, std::string_view bucket) const {
     return view().Resolve(hardware_key, dtype, bucket);
   }
 
  private:
-  static void Unique(std::vector<std::string_view>& v) {
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-  }
-  std::vector<std::string_view> keys_;
-  std::vector<std::string_view> dtypes_;
-  std::vector<Entry> entries_;
+  IndexData<std::string_view> data_;
 };
 
 template <typename Row>
