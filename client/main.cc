@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -27,6 +28,7 @@
 #include <tuple>
 
 #include "client/cli.h"
+#include "external/spec.h"
 #include "kernels/core/kernel_spec.h"
 #include "schema/store.h"
 #include "server/codec.h"
@@ -523,6 +525,13 @@ int main(int argc, char** argv) {
   CLI::App app{"blocktune: sweep, look up, benchmark and publish tuned kernel block sizes"};
   app.require_subcommand(1);
   Common common;
+  // Global: external kernel specs for every command that works locally (tables generate,
+  // simulate, sweep --local, import, export); accepted before or after the subcommand.
+  app.add_option("--kernel-dir", common.kernel_dirs,
+                 "folder of external kernel specs (*.json, docs/external-kernels.md) to load (repeatable)")
+      ->envname("BLOCKTUNE_KERNEL_DIR")
+      ->allow_extra_args(false);
+  app.fallthrough();
 
   TablesArgs tables_args;
   auto* tables_cmd = app.add_subcommand("tables", "generated tuned-block-size tables");
@@ -534,6 +543,7 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--db", tables_args.db, "merge tuned entries from this SQLite database");
   generate_cmd->add_flag("--check", tables_args.check, "write nothing; exit 1 if any generated file is out of date");
   auto service_commands = client::RegisterServiceCommands(app, common, tables_cmd);
+  auto import_commands = client::RegisterImportCommands(app, common);
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "verify a kernel config against the reference, then time it");
@@ -613,7 +623,14 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   if (auto s = CheckIsaEnvironment(); !s) return Fail(kExitUsage, s.error().message);
+  for (std::string& dir : common.kernel_dirs) {
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(dir, ec);
+    if (!ec) dir = abs.string();
+  }
+  if (auto names = external::LoadKernelDirs(common.kernel_dirs); !names) return Fail(kExitUsage, names.error().message);
   if (const int rc = service_commands(); rc >= 0) return rc;
+  if (const int rc = import_commands(); rc >= 0) return rc;
   if (generate_cmd->parsed()) return RunTablesGenerate(common, tables_args);
   if (bench_cmd->parsed()) return RunBench(common, bench);
   if (simulate_cmd->parsed()) return RunSimulate(common, simulate);

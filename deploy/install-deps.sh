@@ -22,6 +22,8 @@ packages=(
   python3           # the e2e test checks the generated Python tables; malformed-request corpus
   wrk               # deploy/bench-lookup.sh: lookup throughput vs a bare cpp-httplib server
   clang-14 libclang-rt-14-dev  # deploy/fuzz-request.sh: libFuzzer target on request decoding
+  libmuparser-dev   # restrictions of external kernel specs (kernels/external)
+  python3-numpy     # examples/numpy_matmul: the NumPy runner the external-kernel e2e test sweeps
 )
 
 # The contract tests (tests/contract: Redocly CLI lint of the served OpenAPI document, ajv over

@@ -131,6 +131,9 @@ std::vector<Route> MakeRoutes() {
        "Online backup of the database into the backup directory",
        {}, {}, false, {}, "", "application/json",
        {{201, "Backup", "the file written"}, kBadRequest}, ""},
+      {kGetKernelSpecSchema, "getKernelSpecSchema", "GET", "/v1/kernel-spec-schema", Auth::kPublic, "kernels",
+       "The JSON Schema of an external kernel spec file (--kernel-dir; docs/external-kernels.md)",
+       {}, {}, false, {}, "", "application/json", {{200, "JsonSchema", "a JSON Schema (draft 2020-12)"}, kBadRequest}, ""},
   };
 }
 
