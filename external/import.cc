@@ -229,6 +229,13 @@ Result<json> ReadTruncatedCache(const std::string& text, std::vector<std::string
 }  // namespace
 
 std::string DeviceHardwareKey(const std::string& device, const std::string& platform) {
+  // Already a key (a file blocktune exported): kept as it is.
+  const bool keyish = std::count(device.begin(), device.end(), '.') >= 1 &&
+                      std::all_of(device.begin(), device.end(), [](char c) {
+                        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                               c == '.' || c == '_' || c == '-';
+                      });
+  if (keyish && platform.empty()) return device;
   std::string slug = Slug(device);
   std::string vendor = "unknown";
   for (const auto& [needle, v] : std::vector<std::pair<std::string, std::string>>{

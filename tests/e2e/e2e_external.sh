@@ -24,8 +24,18 @@ cat >"$work/faulty/faulty.json" <<'JSON'
 }
 JSON
 
+# A Kernel Tuner cache with every failure marker, imported before the daemon starts on the same
+# database; its spec is written into $work/imported, a folder the daemon then loads.
+mkdir -p "$work/imported" "$work/db"
+"$build/client/blocktune" import kerneltuner "$src/tests/data/import/kerneltuner_markers.json" \
+  --db "$work/db/blocktune.db" --kernel-dir "$work/imported" --json >"$work/import.json"
+grep -q '"outcomes":{"crashed":1,"invalid":3,"ok":6}' "$work/import.json" || { cat "$work/import.json"; exit 1; }
+"$build/client/blocktune" import kerneltuner "$src/tests/data/import/kerneltuner_markers.json" \
+  --db "$work/db/blocktune.db" --kernel-dir "$work/imported" --json | grep -q '"created":false'  # idempotent
+
 # The CLI checks requests against its own registry before sending them: same folders.
-kdirs=(--kernel-dir "$src/examples/numpy_matmul" --kernel-dir "$build/examples/cpp_transpose/spec" --kernel-dir "$work/faulty")
+kdirs=(--kernel-dir "$src/examples/numpy_matmul" --kernel-dir "$build/examples/cpp_transpose/spec"
+       --kernel-dir "$work/faulty" --kernel-dir "$work/imported")
 cli=("$build/client/blocktune" "${kdirs[@]}")
 StartDaemon --min-repetition-ms 2 --repetitions 3 --max-cv 1000 --log-level warn \
   "${kdirs[@]}"
@@ -33,6 +43,16 @@ StartDaemon --min-repetition-ms 2 --repetitions 3 --max-cv 1000 --log-level warn
 curl -fsS "$url/v1/kernels" >"$work/kernels.json"
 for k in matmul numpy_matmul cpp_transpose faulty; do grep -q "\"name\":\"$k\"" "$work/kernels.json" || { echo "no $k"; exit 1; }; done
 curl -fsS "$url/v1/kernel-spec-schema" | grep -q '"restrictions"'
+
+# The imported winner, served over HTTP under the GPU's key; another GPU does not borrow it.
+curl -fsS "$url/v1/lookup?kernel=vector_add&size_x=10000000&hardware=cuda.nvidia.geforce_rtx_2080_ti" >"$work/kt.json"
+grep -q '"config":{"block_size_x":128,"use_vec":1},"source":"tuned"' "$work/kt.json" || { cat "$work/kt.json"; exit 1; }
+curl -fsS "$url/v1/lookup?kernel=vector_add&size_x=10000000&hardware=cuda.nvidia.a100_pcie_40gb" | grep -q '"source":"default"'
+# Exported back in Kernel Tuner's format, failures under __error__.
+"${cli[@]}" export kerneltuner --db "$work/db/blocktune.db" --sweep 1 --out "$work/export.json"
+python3 -c "
+import json; c = json.load(open('$work/export.json'))['cache']
+assert len(c) == 10 and c['160,0']['__error__'] == 'CompilationFailedConfig' and c['128,1']['times'] == [0.33, 0.34, 0.33], c"
 
 # --- NumPy matmul through the daemon -------------------------------------------------------
 "${cli[@]}" sweep numpy_matmul --server "$url" --token-file "$work/db/token" \

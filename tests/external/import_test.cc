@@ -32,6 +32,8 @@ TEST(Import, DeviceNamesBecomeHardwareKeys) {
   EXPECT_EQ(DeviceHardwareKey("NVIDIA GeForce RTX 2080 Ti"), "cuda.nvidia.geforce_rtx_2080_ti");
   EXPECT_EQ(DeviceHardwareKey("AMD Instinct MI250X"), "hip.amd.instinct_mi250x");
   EXPECT_EQ(DeviceHardwareKey("v5e", "tpu"), "tpu.unknown.v5e");
+  // A key (what `blocktune export` writes as the device name) stays as it is.
+  EXPECT_EQ(DeviceHardwareKey("cuda.nvidia.geforce_rtx_2080_ti"), "cuda.nvidia.geforce_rtx_2080_ti");
 }
 
 TEST(Import, KernelTunerMarkersInTheObjectiveField) {
