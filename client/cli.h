@@ -33,6 +33,8 @@ struct Common {
   std::string token;
   std::string token_file = "var/token";
   bool json = false;
+  // --kernel-dir (env BLOCKTUNE_KERNEL_DIR): external kernel specs loaded at start-up, absolute.
+  std::vector<std::string> kernel_dirs;
 };
 
 int Fail(int code, const std::string& message);
@@ -82,5 +84,9 @@ int PrintReply(const Common& c, const HttpReply& reply);
 std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI::App* tables_cmd);
 // Registers `db merge` and `push` (client/results_commands.cc); same convention.
 std::function<int()> RegisterResultsCommands(CLI::App& app, Common& common);
+
+// Registers `import kerneltuner|t4 FILE` and `export kerneltuner|t4|csv` (client/import_commands.cc);
+// the returned function gives -1 if none of them parsed.
+std::function<int()> RegisterImportCommands(CLI::App& app, Common& common);
 
 }  // namespace blocktune::client

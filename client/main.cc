@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -30,6 +31,7 @@
 #include "client/cli.h"
 #include "blocktune/version.h"
 #include "kernels/core/fingerprint.h"
+#include "external/spec.h"
 #include "kernels/core/kernel_spec.h"
 #include "schema/store.h"
 #include "server/codec.h"
@@ -790,6 +792,13 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", version, "print the version and this build's kernel fingerprints");
   }
   Common common;
+  // Global: external kernel specs for every command that works locally (tables generate,
+  // simulate, sweep --local, import, export); accepted before or after the subcommand.
+  app.add_option("--kernel-dir", common.kernel_dirs,
+                 "folder of external kernel specs (*.json, docs/external-kernels.md) to load (repeatable)")
+      ->envname("BLOCKTUNE_KERNEL_DIR")
+      ->allow_extra_args(false);
+  app.fallthrough();
 
   TablesArgs tables_args;
   auto* tables_cmd = app.add_subcommand("tables", "generated tuned-block-size tables");
@@ -821,6 +830,7 @@ int main(int argc, char** argv) {
   check_cmd->add_option("--db", tables_args.db, "also this database's tuned rows, merged over the table as blocktuned serves them");
   auto service_commands = client::RegisterServiceCommands(app, common, tables_cmd);
   auto results_commands = client::RegisterResultsCommands(app, common);
+  auto import_commands = client::RegisterImportCommands(app, common);
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "verify a kernel config against the reference, then time it");
@@ -922,8 +932,15 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
   if (auto s = CheckIsaEnvironment(); !s) return Fail(kExitUsage, s.error().message);
+  for (std::string& dir : common.kernel_dirs) {
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(dir, ec);
+    if (!ec) dir = abs.string();
+  }
+  if (auto names = external::LoadKernelDirs(common.kernel_dirs); !names) return Fail(kExitUsage, names.error().message);
   if (const int rc = service_commands(); rc >= 0) return rc;
   if (const int rc = results_commands(); rc >= 0) return rc;
+  if (const int rc = import_commands(); rc >= 0) return rc;
   if (generate_cmd->parsed()) return RunTablesGenerate(common, tables_args);
   if (check_cmd->parsed()) return RunTablesCheck(common, tables_args);
   if (bench_cmd->parsed()) return RunBench(common, bench);

@@ -166,6 +166,7 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest
   // the end of the CLI (--in-process for debugging).
   tuner::WorkerOptions worker_options;
   worker_options.worker_path = a.worker;
+  worker_options.kernel_dirs = c.kernel_dirs;  // the worker loads the same external kernels
   std::optional<tuner::WorkerEvaluator> worker;
   if (!a.in_process) {
     auto path = tuner::LocateWorker(worker_options.worker_path);

@@ -25,6 +25,8 @@ packages=(
   chromium          # tests/ui: the dashboard's browser test drives it headless through playwright-core
   nginx openssl     # deploy/nginx/blocktune.conf and its e2e test (TLS front, slow clients)
   slurm-wlm munge   # deploy/slurm/ and its test: a single-node Slurm cluster on 127.0.0.1
+  libmuparser-dev   # restrictions of external kernel specs (kernels/external)
+  python3-numpy     # examples/numpy_matmul: the NumPy runner the external-kernel e2e test sweeps
 )
 
 # The contract tests (tests/contract: Redocly CLI lint of the served OpenAPI document, ajv over

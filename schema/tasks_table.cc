@@ -126,6 +126,26 @@ Status TasksTable::Release(int64_t task_id) {
   return st->Run();
 }
 
+Status TasksTable::LeaseTask(int64_t sweep_id, int64_t task_id) {
+  auto lock = db_.Lock();
+  Connection& conn = db_.conn();
+  return db_.InTransaction([&]() -> Status {
+    auto st = conn.Prepare(kLeaseTaskSql);
+    if (!st) return std::unexpected(st.error());
+    st->Bind(1, task_id);
+    auto row = st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (conn.Changes() != 1) return NotFound("task " + std::to_string(task_id) + " is not queued", "task");
+    *st = Statement();
+    auto sw = conn.Prepare(kLeaseSweepSql);
+    if (!sw) return std::unexpected(sw.error());
+    sw->Bind(1, sweep_id);
+    auto done = sw->Step();
+    if (!done) return std::unexpected(done.error());
+    return {};
+  });
+}
+
 Result<bool> TasksTable::Finish(int64_t task_id, SweepStatus status, const std::string& error) {
   auto lock = db_.Lock();
   Connection& conn = db_.conn();

@@ -36,6 +36,10 @@ class TasksTable {
   // Takes the oldest queued task of a queued or running sweep: task and sweep become running,
   // the task's attempts go up by one. nullopt: nothing to do.
   Result<std::optional<TaskRecord>> LeaseNext();
+  // Leases this queued task of `sweep_id` (task and sweep become running): an importer that
+  // records the measurements itself (external/import.h) takes its own task so no job runner
+  // does. not_found if it is not queued.
+  Status LeaseTask(int64_t sweep_id, int64_t task_id);
   // Gives a leased task back to the queue (daemon stopping) without touching its measurements.
   Status Release(int64_t task_id);
   // Marks a running task done or failed. Then, if the sweep has no queued or running task left,

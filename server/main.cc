@@ -5,7 +5,8 @@
 // finish, the config being measured is committed and its task requeued), 2 bad command line,
 // 3 database corrupt or not a database (failed its integrity check; left untouched), 4 database
 // schema newer than this build, 5 cannot listen, 6 token problem, 7 database cannot be opened
-// (permissions, locked) or the service cannot start, 8 worker executable missing.
+// (permissions, locked) or the service cannot start, 8 worker executable missing. A bad external
+// kernel spec (--kernel-dir) is a bad command line (2), named in the log.
 #include <CLI/CLI.hpp>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -17,6 +18,7 @@
 #include <fstream>
 #include <thread>
 
+#include "external/spec.h"
 #include "server/http.h"
 #include "server/service.h"
 #include "server/timing_flags.h"
@@ -103,6 +105,11 @@ int main(int argc, char** argv) {
                  "run every sweep's kernels at this ISA level (avx512, avx2, base; at most the CPU's own) and "
                  "file and look up rows under its hardware key")
       ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
+  std::vector<std::string> kernel_dirs;
+  app.add_option("--kernel-dir", kernel_dirs,
+                 "folder of external kernel specs (*.json, docs/external-kernels.md) to serve and sweep next to the "
+                 "built-in kernels (repeatable); workers load the same folders")
+      ->envname("BLOCKTUNE_KERNEL_DIR");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   try {
     app.parse(argc, argv);
@@ -130,6 +137,20 @@ int main(int argc, char** argv) {
   if (HostHardware().cpu.isa != NativeIsa()) {
     spdlog::info("isa forced level={} native={}", HostHardware().cpu.isa, NativeIsa());
   }
+
+  // External kernels join the registry before any thread reads it.
+  for (std::string& dir : kernel_dirs) {
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(dir, ec);
+    if (!ec) dir = abs.string();  // workers resolve it, whatever their working directory
+  }
+  if (auto names = external::LoadKernelDirs(kernel_dirs); !names) {
+    spdlog::critical("kernel spec error=\"{}\"", names.error().message);
+    return kExitUsage;
+  } else if (!names->empty()) {
+    spdlog::info("external kernels loaded count={} dirs={}", names->size(), kernel_dirs.size());
+  }
+  worker_options.kernel_dirs = kernel_dirs;
 
   // Block the shutdown signals before any thread starts; one thread waits for them.
   sigset_t signals;

@@ -172,6 +172,9 @@ std::vector<Route> MakeRoutes() {
        "and a measurement is stored once per (sweep uid, bucket, config) whichever batch carries it. The tuned "
        "entries of the buckets that gained measurements are recomputed from every sweep of that hardware key "
        "(docs/scale.md)."},
+      {kGetKernelSpecSchema, "getKernelSpecSchema", "GET", "/v1/kernel-spec-schema", Auth::kPublic, "kernels",
+       "The JSON Schema of an external kernel spec file (--kernel-dir; docs/external-kernels.md)",
+       {}, {}, false, {}, "", "application/json", {{200, "JsonSchema", "a JSON Schema (draft 2020-12)"}, kBadRequest}, ""},
   };
 }
 

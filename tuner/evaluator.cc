@@ -92,9 +92,28 @@ struct Rotation {
   size_t next = 0;
 };
 
+RunnerMeasurerFactory runner_factory = nullptr;
+
+}  // namespace
+
+void SetRunnerMeasurerFactory(RunnerMeasurerFactory factory) { runner_factory = factory; }
+
+namespace {
+
+// External kernels: created on first use, so processes that never see one start no runner.
+RunnerMeasurer* Runners(std::unique_ptr<RunnerMeasurer>& slot, Measurement* m) {
+  if (!slot && runner_factory != nullptr) slot = runner_factory();
+  if (!slot && m != nullptr) {
+    m->outcome = Outcome::kInvalid;
+    m->detail = "external kernel, but this program cannot start runners (no kernel directory loaded)";
+  }
+  return slot.get();
+}
+
 }  // namespace
 
 struct InProcessEvaluator::Cache {
+  std::unique_ptr<RunnerMeasurer> runners;
   ReferenceCache references;
   std::string timed_key;  // kernel|problem|seed|sets of `timed`
   Rotation timed;
@@ -169,6 +188,10 @@ void InProcessEvaluator::Measure(const EvalRequest& request, const Config& confi
                " (start it with --isa " + request.isa + ", or measure in worker processes)";
     return;
   }
+  if (request.spec->runner() != nullptr) {
+    if (RunnerMeasurer* r = Runners(cache_->runners, &m)) r->Measure(request, config, m);
+    return;
+  }
   if (!VerifyWith(cache_->references, *request.spec, config, request.problem, request.threads, m)) return;
   Rotation& rot = cache_->Timed(request);
   int attempts = 0;
@@ -178,6 +201,12 @@ void InProcessEvaluator::Measure(const EvalRequest& request, const Config& confi
 
 std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalRequest& request,
                                                                 const std::vector<Config>& configs) {
+  if (request.spec->runner() != nullptr) {
+    if (RunnerMeasurer* r = Runners(cache_->runners, nullptr)) return r->MeasureInterleaved(request, configs);
+    std::vector<Measurement> out(configs.size());
+    for (Measurement& m : out) Runners(cache_->runners, &m);
+    return out;
+  }
   Rotation& rot = cache_->Timed(request);
   std::vector<Measurement> out(configs.size());
   // Calibrate each config's iteration count first (no repetitions), then take repetition r

@@ -45,6 +45,21 @@ class Evaluator {
                                                       const std::vector<Config>& configs) = 0;
 };
 
+// External kernels (KernelSpec::runner() set: declared in a spec file, external/spec.h) are not
+// called in this process but measured by their runner program over the runner protocol. The
+// library that loads their specs (external/) installs the factory of this interface; the
+// in-process evaluator (and so every worker process) hands such kernels to it.
+class RunnerMeasurer {
+ public:
+  virtual ~RunnerMeasurer() = default;
+  virtual void Measure(const EvalRequest& request, const Config& config, Measurement& m) = 0;
+  virtual std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
+                                                      const std::vector<Config>& configs) = 0;
+};
+using RunnerMeasurerFactory = std::unique_ptr<RunnerMeasurer> (*)();
+// Call at start-up (LoadKernelDir does); nullptr removes it.
+void SetRunnerMeasurerFactory(RunnerMeasurerFactory factory);
+
 // Runs everything in the calling process. Keeps reference outputs for verification problems
 // and the timed instance between calls (keyed by problem), so sweeping many configs of one
 // bucket allocates and computes references once.

@@ -20,8 +20,12 @@ struct HardwareProfile {
   int64_t l2_bytes = 1024 * 1024;
   int64_t l3_bytes = 0;
   int threads = 1;  // the thread count kernels run with; part of the key
+  // A device blocktune did not detect (results imported from another tuner, an external
+  // kernel's accelerator): its key as given, e.g. "cuda.nvidia.geforce_rtx_2080_ti" or
+  // "tpu.v5e", used instead of the CPU key. Dotted, general to specific, like every key.
+  std::string device_key;
 
-  std::string Key() const { return tables::HardwareKey(cpu, threads); }
+  std::string Key() const { return device_key.empty() ? tables::HardwareKey(cpu, threads) : device_key; }
   // Key prefixes from specific to general, then "default".
   std::vector<std::string> FallbackChain() const;
 

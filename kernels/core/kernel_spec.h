@@ -23,6 +23,19 @@ struct ParamSpec {
   std::string name;
   std::vector<int64_t> candidates;
   std::string doc;
+  // Unordered values (a 0/1 flag, an enumerated variant): search strategies treat every other
+  // value as a neighbour and do not model the parameter on a log scale. External specs set it.
+  bool categorical = false;
+};
+
+// How an external kernel (declared in a spec file, kernels/external) is measured: a program
+// blocktune starts and talks to over the runner protocol (docs/external-kernels.md). Built-in
+// kernels have none.
+struct RunnerSpec {
+  std::vector<std::string> command;  // argv; argv[0] is searched in PATH; no shell
+  std::string working_dir;           // the spec file's directory
+  bool persistent = true;            // one process for many configs (else one per config)
+  double timeout_s = 0;              // per config; 0 = the evaluator's default
 };
 
 // One problem dimension: its bucket rounding and the range a request may ask for.
@@ -88,6 +101,12 @@ class KernelSpec {
   virtual std::vector<DType> dtypes() const = 0;
   // Bumped when the bucket function changes, so rows from an older bucketing are not mixed in.
   virtual int bucket_version() const { return 1; }
+  // External kernels: the runner that measures them (the evaluator sends it configs instead of
+  // calling MakeInstance) and the file they were declared in. nullptr / empty for built-ins.
+  virtual const RunnerSpec* runner() const { return nullptr; }
+  virtual std::string_view source_file() const { return {}; }
+  // External kernels: the spec's restrictions as written (ValidateConfig enforces them).
+  virtual std::vector<std::string> restriction_texts() const { return {}; }
 
   virtual Config DefaultConfig() const = 0;
   // Why a config cannot run on this problem and hardware; ok if it can.
@@ -115,8 +134,13 @@ class KernelSpec {
   Result<Config> CompleteConfig(const Config& partial) const;
 };
 
-// The one list of kernels.
+// The one list of kernels: the built-in ones, then any registered with RegisterKernel.
 const std::vector<const KernelSpec*>& AllKernels();
 const KernelSpec* FindKernel(std::string_view name);
+
+// Adds a kernel (an external spec loaded from a file) to AllKernels for the rest of the
+// process. Call it at start-up, before any thread reads the list; an error if the name is
+// taken.
+Status RegisterKernel(std::unique_ptr<const KernelSpec> spec);
 
 }  // namespace blocktune

@@ -8,8 +8,10 @@
 
 namespace blocktune {
 
-const std::vector<const KernelSpec*>& AllKernels() {
-  static const std::vector<const KernelSpec*> kAll = {
+namespace {
+
+std::vector<const KernelSpec*>& MutableKernels() {
+  static std::vector<const KernelSpec*> kAll = {
       &kernels::MatmulSpec(),
       &kernels::FlashAttentionSpec(),
       &kernels::FusedCrossEntropySpec(),
@@ -17,6 +19,24 @@ const std::vector<const KernelSpec*>& AllKernels() {
       &kernels::RaggedPagedAttentionSpec(),
   };
   return kAll;
+}
+
+}  // namespace
+
+const std::vector<const KernelSpec*>& AllKernels() { return MutableKernels(); }
+
+Status RegisterKernel(std::unique_ptr<const KernelSpec> spec) {
+  if (spec == nullptr) return InvalidArgument("no kernel to register");
+  if (FindKernel(spec->name()) != nullptr) {
+    return InvalidArgument("kernel '" + std::string(spec->name()) + "' is already registered" +
+                               (spec->source_file().empty() ? "" : " (" + std::string(spec->source_file()) + ")"),
+                           "name");
+  }
+  // Registered specs live as long as the process: AllKernels hands out raw pointers.
+  static std::vector<std::unique_ptr<const KernelSpec>> owned;
+  MutableKernels().push_back(spec.get());
+  owned.push_back(std::move(spec));
+  return {};
 }
 
 const KernelSpec* FindKernel(std::string_view name) {

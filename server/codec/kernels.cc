@@ -27,7 +27,16 @@ void AddKernelSchemas(Json& s) {
        {"config_space_size", Int("configs an exhaustive sweep tries per bucket")},
        {"default_config", Ref("Config")},
        {"fingerprint", Str("this build's kernel fingerprint: a hash of the sources that decide the kernel's speed and "
-                           "of the compiler and flags; tuned rows record the one they were measured with")}});
+                           "of the compiler and flags; tuned rows record the one they were measured with")},
+       {"external",
+        Object({{"source_file", Str("the spec file it was loaded from")},
+                {"restrictions", Array(Str(), "expressions over parameter and dim names that must hold")},
+                {"categorical", Array(Str(), "parameters whose values are unordered")},
+                {"runner", Object({{"command", Array(Str())}, {"persistent", Bool()}, {"timeout_s", Num()}})}},
+               "present for kernels declared in a spec file (--kernel-dir)"),
+        false}});
+  // An open object: the served document is a JSON Schema of its own (external/kernel-spec.schema.json).
+  s["JsonSchema"] = Json{{"type", "object"}, {"description", "a JSON Schema document (draft 2020-12)"}};
   s["KernelList"] = Object({{"kernels", Array(Ref("Kernel"))}});
   s["Hardware"] = Object({{"key", Str("dotted path from general to specific, e.g. x86_64.avx512.intel.fam6_mod167.t1")},
                           {"arch", Str()},
@@ -64,7 +73,7 @@ Json EncodeKernel(const KernelSpec& k) {
   for (DType d : k.dtypes()) dtypes.push_back(DTypeName(d));
   // Constraints are per parameter (its doc) plus the kernel's Validate, which a config is run
   // through before anything is launched; the space size says what exhaustive costs.
-  return Json{{"name", k.name()},
+  Json j{{"name", k.name()},
               {"description", k.description()},
               {"params", params},
               {"dims", dims},
@@ -74,6 +83,17 @@ Json EncodeKernel(const KernelSpec& k) {
               {"config_space_size", k.ConfigSpace().size()},
               {"default_config", EncodeConfig(k.DefaultConfig())},
               {"fingerprint", KernelFingerprint(k.name())}};
+  if (const RunnerSpec* r = k.runner()) {
+    Json categorical = Json::array();
+    for (const auto& p : k.params()) {
+      if (p.categorical) categorical.push_back(p.name);
+    }
+    j["external"] = Json{{"source_file", k.source_file()},
+                         {"restrictions", k.restriction_texts()},
+                         {"categorical", categorical},
+                         {"runner", Json{{"command", r->command}, {"persistent", r->persistent}, {"timeout_s", r->timeout_s}}}};
+  }
+  return j;
 }
 
 Json EncodeKernelList() {

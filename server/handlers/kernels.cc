@@ -1,6 +1,7 @@
 // Handlers of kernels and hardware profiles: the registry and what the database has seen.
 #include <httplib.h>
 
+#include "external/spec.h"
 #include "server/guards.h"
 #include "server/handlers/handlers.h"
 
@@ -21,6 +22,11 @@ void BindKernelHandlers(Handlers& h, const HandlerContext& ctx) {
     auto spec = PathKernel(req);
     if (!spec) return SendError(res, spec.error());
     SendJson(res, 200, wire::EncodeKernel(**spec));
+  };
+
+  h[api::Index(api::Op::kGetKernelSpecSchema)] = [](const httplib::Request&, httplib::Response& res) {
+    res.status = 200;
+    res.set_content(std::string(external::KernelSpecSchema()), "application/json");
   };
 
   h[api::Index(api::Op::kListHardware)] = [&svc](const httplib::Request&, httplib::Response& res) {

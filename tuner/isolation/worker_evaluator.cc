@@ -245,6 +245,10 @@ Status WorkerEvaluator::Spawn() {
   std::vector<char*> argv = {resolved_path_.data(), const_cast<char*>("--parent-pid"), const_cast<char*>(parent.c_str()),
                              const_cast<char*>("--memory-limit-bytes"), const_cast<char*>(limit.c_str())};
   if (options_.sched_idle) argv.push_back(const_cast<char*>("--sched-idle"));
+  for (const std::string& dir : options_.kernel_dirs) {
+    argv.push_back(const_cast<char*>("--kernel-dir"));
+    argv.push_back(const_cast<char*>(dir.c_str()));
+  }
   argv.push_back(nullptr);
   // The daemon's environment minus its API token: a worker runs kernels, not HTTP requests.
   std::vector<char*> env;
@@ -541,12 +545,28 @@ WorkerEvaluator::Exchange WorkerEvaluator::RoundTrip(const WorkerRequest& reques
   }
 }
 
+namespace {
+
+// An external kernel's runner enforces its own per-config limit inside the worker (external/
+// runner.h: runner.timeout_s, else 600 s, plus a start-up allowance for a fresh runner, per
+// timing attempt); the worker's limit only has to be longer, so the runner's verdict, with its
+// log, is what gets recorded. Flops and bytes of an external kernel say nothing about its cost.
+double RunnerTimeout(const EvalRequest& request, size_t requests) {
+  const RunnerSpec* runner = request.spec->runner();
+  const double per = runner->timeout_s > 0 ? runner->timeout_s : 600;
+  return 30 + 20 + per * static_cast<double>(requests);
+}
+
+}  // namespace
+
 void WorkerEvaluator::Measure(const EvalRequest& request, const Config& config, Measurement& m) {
   wanted_isa_ = request.isa;
   WorkerRequest wr{RequestKind::kMeasure, std::string(request.spec->name()), request.problem, request.threads,
                    request.seed, request.timing, {config}};
-  const double timeout_s = options_.timeout_s > 0 ? options_.timeout_s
-                                                  : DefaultTimeout(request, 1, options_.min_timeout_s);
+  const double timeout_s =
+      options_.timeout_s > 0         ? options_.timeout_s
+      : request.spec->runner() != nullptr ? RunnerTimeout(request, 1 + std::max(0, request.timing.max_retries))
+                                          : DefaultTimeout(request, 1, options_.min_timeout_s);
   Exchange ex = RoundTrip(wr, timeout_s);
   if (!ex.ok) {
     m.outcome = ex.outcome;
@@ -566,8 +586,11 @@ std::vector<Measurement> WorkerEvaluator::MeasureInterleaved(const EvalRequest& 
   if (configs.empty()) return out;
   WorkerRequest wr{RequestKind::kMeasureInterleaved, std::string(request.spec->name()), request.problem,
                    request.threads, request.seed, request.timing, configs};
-  const double timeout_s = options_.timeout_s > 0 ? options_.timeout_s * static_cast<double>(configs.size())
-                                                  : DefaultTimeout(request, configs.size(), options_.min_timeout_s);
+  const double timeout_s =
+      options_.timeout_s > 0 ? options_.timeout_s * static_cast<double>(configs.size())
+      : request.spec->runner() != nullptr
+          ? RunnerTimeout(request, configs.size() * static_cast<size_t>(std::max(1, request.timing.repetitions)))
+          : DefaultTimeout(request, configs.size(), options_.min_timeout_s);
   Exchange ex = RoundTrip(wr, timeout_s);
   if (ex.ok) {
     bool keep = true;

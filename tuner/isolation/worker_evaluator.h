@@ -48,6 +48,9 @@ struct WorkerOptions {
   // RLIMIT_AS of the worker in bytes; 0 = half the machine's physical memory (at least 2 GiB),
   // negative = no limit.
   int64_t memory_limit_bytes = 0;
+  // Folders of external kernel specs the worker loads at start-up (--kernel-dir), so it knows
+  // the same kernels as the daemon.
+  std::vector<std::string> kernel_dirs;
 };
 
 // The default per-request limit: 10x a pessimistic estimate of the work, at least

@@ -46,11 +46,17 @@ class SearchSpace {
   // The nearest valid config from i moving parameter d in direction `dir` (-1 or +1) with the
   // other parameters fixed; nullopt at the end of the list.
   std::optional<size_t> Step(size_t i, size_t d, int dir) const;
-  // Up to 2 * dims() neighbours, in (parameter, down, up) order.
+  // Up to 2 * dims() neighbours, in (parameter, down, up) order; for a categorical parameter
+  // every other value (with the rest fixed) that is valid.
   std::vector<size_t> Neighbours(size_t i) const;
 
  private:
   std::vector<std::vector<int64_t>> values_;
+  // Per parameter: unordered values (ParamSpec::categorical) are modelled by their index and
+  // every other value is a neighbour; ordered values below 1 (a 0/1 flag not marked
+  // categorical) are modelled by index too, since log2 cannot tell them apart.
+  std::vector<bool> categorical_;
+  std::vector<bool> by_index_;
   std::vector<Config> configs_;
   std::vector<std::vector<int>> coords_;
   std::map<std::vector<int>, size_t> by_coords_;

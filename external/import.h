@@ -1,0 +1,78 @@
+// Importing other tuners' results (docs/external-kernels.md#import): Kernel Tuner cache files
+// (both layouts: failure markers in the objective field, as releases before 1.0 write them, and
+// under "__error__"; a truncated cache is read as far as it is valid) and T4 JSON. Every record
+// is kept: failures become outcomes, times become samples; the device becomes a hardware key
+// (cuda.nvidia.geforce_rtx_2080_ti) and the problem size a bucket of a spec that is created
+// (written to a kernel folder) or matched. Storing is idempotent: the same records again find
+// the sweep they made the first time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kernels/core/kernel_spec.h"
+#include "schema/store.h"
+#include "tuner/measurement.h"
+
+namespace blocktune::external {
+
+struct ImportedParam {
+  std::string name;
+  std::vector<int64_t> values;       // integer codes, sorted for ordered parameters
+  std::vector<std::string> labels;   // non-integer values of the source (code = index); empty if none
+};
+
+struct ImportedRecord {
+  Config config;
+  tuner::Outcome outcome = tuner::Outcome::kOk;
+  std::string detail;
+  std::vector<double> samples_ns;
+};
+
+struct ImportedSet {
+  std::string format;        // "kerneltuner", "t4"
+  std::string kernel;        // blocktune kernel name
+  std::string device;        // as the file names it
+  std::string hardware_key;  // DeviceHardwareKey(device) unless given
+  std::vector<ImportedParam> params;
+  NamedInts problem;         // dims: size_x, size_y, ... from the problem size
+  std::vector<ImportedRecord> records;
+  std::vector<std::string> warnings;  // truncated file, duplicate records, ...
+};
+
+// "NVIDIA GeForce RTX 2080 Ti" -> "cuda.nvidia.geforce_rtx_2080_ti" (platform from the vendor:
+// cuda for NVIDIA, hip for AMD, else opencl, unless `platform` is given).
+std::string DeviceHardwareKey(const std::string& device, const std::string& platform = {});
+
+struct ImportOptions {
+  std::string kernel;        // override the file's kernel name
+  std::string hardware_key;  // override the device's key
+  std::string platform;      // cuda / hip / opencl / ... for the derived key
+};
+
+Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportOptions& options);
+Result<ImportedSet> ParseT4(const std::string& text, const ImportOptions& options);
+
+// A spec for an imported kernel: its parameters and values, one exact-rounded dim per problem
+// size component, no runner (add one to sweep it here).
+std::string SpecJsonFor(const ImportedSet& set);
+// Checks that `spec` can hold the set's records (same parameters, dims, values).
+Status MatchSpec(const KernelSpec& spec, const ImportedSet& set);
+
+struct ImportSummary {
+  int64_t sweep_id = 0;
+  bool created = true;       // false: these records were imported before (idempotent)
+  std::string bucket;
+  int64_t records = 0;
+  std::vector<std::pair<std::string, int64_t>> by_outcome;
+  Config winner;
+  double winner_median_ns = 0;
+};
+
+// Files the set as a finished exhaustive sweep of `spec` on the set's hardware key: its
+// measurements with samples and the winner as the tuned row.
+Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, const ImportedSet& set);
+
+}  // namespace blocktune::external

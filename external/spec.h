@@ -1,0 +1,87 @@
+// External kernels: a kernel declared in a JSON spec file instead of compiled into blocktune
+// (docs/external-kernels.md, schema in external/kernel-spec.schema.json). The spec gives the
+// parameters and their candidate values, restrictions over parameter and dim names (parsed by
+// muparser, never by a shell or an interpreter), dims with their bucket rounding, dtypes, the
+// default config and the runner that measures a config. Once registered (LoadKernelDir) an
+// external kernel is a KernelSpec like the built-in ones: sweeps, lookups, overrides, tables.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kernels/core/kernel_spec.h"
+
+namespace blocktune::external {
+
+// The JSON Schema of a spec file (checked in as external/kernel-spec.schema.json, compiled in,
+// served by GET /v1/kernel-spec-schema).
+std::string_view KernelSpecSchema();
+
+class ExternalKernelSpec;
+
+// Parses and checks one spec. `source` names the file in every error message ("spec.json:
+// restriction 2 'block_m ** 2 <= 64': Unexpected operator ..."). Relative runner paths are
+// resolved from `base_dir` (the file's folder).
+Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view json_text, const std::string& source,
+                                                            const std::string& base_dir);
+// Reads and parses one file.
+Result<std::unique_ptr<ExternalKernelSpec>> LoadKernelSpecFile(const std::string& path);
+// Loads every *.json file in `dir` (sorted by name) and registers each with RegisterKernel;
+// stops at the first bad file (its path in the message). Returns the names registered. Also
+// installs the runner factory the evaluators use for external kernels (external/runner.h).
+Result<std::vector<std::string>> LoadKernelDir(const std::string& dir);
+// LoadKernelDir for each directory in turn.
+Result<std::vector<std::string>> LoadKernelDirs(const std::vector<std::string>& dirs);
+
+class ExternalKernelSpec final : public KernelSpec {
+ public:
+  ~ExternalKernelSpec() override;
+
+  std::string_view name() const override { return name_; }
+  std::string_view description() const override { return description_; }
+  const std::vector<ParamSpec>& params() const override { return params_; }
+  const std::vector<DimSpec>& dims() const override { return dims_; }
+  std::vector<DType> dtypes() const override { return dtypes_; }
+  const RunnerSpec* runner() const override { return &runner_; }
+  std::string_view source_file() const override { return source_; }
+
+  Config DefaultConfig() const override { return default_; }
+  // Every parameter present with one of its candidate values, and every restriction true for
+  // this config and problem (dims bound to the problem's values).
+  Status ValidateConfig(const Config& config, const Problem& problem, const HardwareProfile& hw) const override;
+  // The runner checks correctness itself (it reports wrong_result); blocktune has no reference
+  // for an external kernel, so verification is the runner's and this is the bucket problem.
+  Problem VerificationProblem(const Config& config, const Problem& bucket_problem) const override;
+  // External kernels run in their runner, never in this process: the instance's Run says so.
+  std::unique_ptr<KernelInstance> MakeInstance(const Problem& problem, uint64_t seed) const override;
+  // The spec's optional "flops" / "bytes" expressions over the dims; 0 when absent.
+  double Flops(const Problem& problem) const override;
+  double Bytes(const Problem& problem) const override;
+
+  std::vector<std::string> restriction_texts() const override { return restriction_texts_; }
+  // The spec file as loaded (canonical JSON), for GET /v1/kernels/{name}.
+  const std::string& spec_json() const { return spec_json_; }
+
+ private:
+  friend Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view, const std::string&,
+                                                                     const std::string&);
+  ExternalKernelSpec();
+  struct Expressions;  // muparser state, behind a mutex (muparser's Eval is not thread-safe)
+
+  std::string name_;
+  std::string description_;
+  std::string source_;
+  std::string spec_json_;
+  std::vector<ParamSpec> params_;
+  std::vector<std::string> dim_names_;  // owns the strings DimSpec::bucket.name points to
+  std::vector<DimSpec> dims_;
+  std::vector<DType> dtypes_;
+  Config default_;
+  RunnerSpec runner_;
+  std::vector<std::string> restriction_texts_;
+  std::unique_ptr<Expressions> expr_;
+};
+
+}  // namespace blocktune::external

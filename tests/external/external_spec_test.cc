@@ -1,0 +1,266 @@
+// External kernel specs (external/spec.h) and the runner protocol (external/runner.h): parsing
+// and its errors, restrictions, and every runner outcome, in process and through worker
+// processes (the daemon's path).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "external/runner.h"
+#include "external/spec.h"
+#include "tests/common/scratch_dir.h"
+#include "tuner/isolation/worker_evaluator.h"
+
+namespace blocktune::external {
+namespace {
+
+std::string nlohmann_quote(const std::string& s) { return nlohmann::json(s).dump(); }
+
+using tuner::Measurement;
+using tuner::Outcome;
+
+// A spec whose runner is `sh -c SCRIPT` (the runner is any program; the shell here is the
+// runner, blocktune never calls one).
+std::string Spec(const std::string& name, const std::string& script, bool persistent = true, double timeout_s = 0,
+                 const std::string& restrictions = R"(["bx * by <= 64", "bx % 3 == 0 || bx == 1", "bx <= n"])") {
+  std::string s = R"({"name": ")" + name + R"(",
+    "description": "test kernel",
+    "parameters": [{"name": "bx", "values": [1, 3, 6, 12, 24]},
+                   {"name": "by", "values": [8, 2, 4]},
+                   {"name": "flag", "values": [0, 1], "categorical": true}],
+    "restrictions": )" + restrictions + R"(,
+    "dims": [{"name": "n", "rounding": "pow2_ceil", "max": 4096}, {"name": "batch", "rounding": "exact", "min": 1, "max": 8}],
+    "dtypes": ["f32"],
+    "default": {"bx": 3, "by": 4},
+    "runner": {"command": ["/bin/sh", "-c", )" + nlohmann_quote(script) + R"(], "persistent": )" +
+                  (persistent ? "true" : "false") +
+                  (timeout_s > 0 ? ", \"timeout_s\": " + std::to_string(timeout_s) : std::string()) + R"(},
+    "flops": "2 * n * batch"})";
+  return s;
+}
+
+TEST(ExternalSpec, ParsesParamsDimsDefaultsAndRestrictions) {
+  auto spec = ParseKernelSpec(Spec("ext_ok", "true"), "ext_ok.json", "/tmp");
+  ASSERT_TRUE(spec) << spec.error().ToString();
+  const ExternalKernelSpec& k = **spec;
+  EXPECT_EQ(k.name(), "ext_ok");
+  ASSERT_EQ(k.params().size(), 3u);
+  // Ordered values are sorted (search steps along them); non-powers of two are fine.
+  EXPECT_EQ(k.params()[0].candidates, (std::vector<int64_t>{1, 3, 6, 12, 24}));
+  EXPECT_EQ(k.params()[1].candidates, (std::vector<int64_t>{2, 4, 8}));
+  EXPECT_TRUE(k.params()[2].categorical);
+  EXPECT_EQ(k.DefaultConfig().ToString(), "bx=3,by=4,flag=0");  // flag takes its first value
+  EXPECT_EQ(k.ConfigSpace().size(), 30u);
+  ASSERT_NE(k.runner(), nullptr);
+  EXPECT_EQ(k.runner()->working_dir, "/tmp");
+  EXPECT_EQ(k.dims()[1].bucket.rounding, tables::Rounding::kExact);
+  const Problem p{DType::kF32, NamedInts({{"n", 100}, {"batch", 3}})};
+  EXPECT_EQ(k.Bucket(p).first, "n128_batch3");
+  EXPECT_DOUBLE_EQ(k.Flops(p), 600);
+  const HardwareProfile& hw = HostHardware();
+  const Problem big{DType::kF32, NamedInts({{"n", 128}, {"batch", 1}})};
+  EXPECT_TRUE(k.ValidateConfig(*NamedInts::Parse("bx=6,by=8,flag=1"), big, hw));
+  auto too_big = k.ValidateConfig(*NamedInts::Parse("bx=12,by=8,flag=1"), big, hw);  // 96 > 64
+  ASSERT_FALSE(too_big);
+  EXPECT_NE(too_big.error().message.find("bx * by <= 64"), std::string::npos);
+  EXPECT_TRUE(k.ValidateConfig(*NamedInts::Parse("bx=1,by=8,flag=1"), big, hw));
+  // % is fmod: 3 % 3 == 0 holds, 1 is allowed by the ||.
+  EXPECT_TRUE(k.ValidateConfig(*NamedInts::Parse("bx=3,by=8,flag=0"), big, hw));
+  // A dim in a restriction: bx <= n.
+  const Problem tiny{DType::kF32, NamedInts({{"n", 4}, {"batch", 1}})};
+  EXPECT_FALSE(k.ValidateConfig(*NamedInts::Parse("bx=6,by=2,flag=0"), tiny, hw));
+  // Values outside the spec's candidates are not this kernel's configs.
+  auto off = k.ValidateConfig(*NamedInts::Parse("bx=5,by=8,flag=0"), big, hw);
+  ASSERT_FALSE(off);
+  EXPECT_EQ(off.error().path, "config.bx");
+}
+
+TEST(ExternalSpec, BadRestrictionNamesFileAndRestriction) {
+  auto spec = ParseKernelSpec(Spec("ext_bad", "true", true, 0, R"(["bx * by <= 64", "bx *** 2 < 3"])"),
+                              "specs/ext_bad.json", ".");
+  ASSERT_FALSE(spec);
+  const std::string msg = spec.error().message;
+  EXPECT_NE(msg.find("specs/ext_bad.json"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("restrictions[1]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bx *** 2 < 3"), std::string::npos) << msg;
+  auto unknown = ParseKernelSpec(Spec("ext_bad", "true", true, 0, R"(["bz < 3"])"), "x.json", ".");
+  ASSERT_FALSE(unknown);
+  EXPECT_NE(unknown.error().message.find("'bz < 3'"), std::string::npos) << unknown.error().message;
+}
+
+TEST(ExternalSpec, RejectsMalformedFields) {
+  const auto err = [](const std::string& text) {
+    auto s = ParseKernelSpec(text, "f.json", ".");
+    return s ? std::string("parsed") : s.error().message;
+  };
+  EXPECT_NE(err("{").find("not valid JSON"), std::string::npos);
+  EXPECT_NE(err(R"({"name": "Bad Name"})").find("name"), std::string::npos);
+  std::string dup = Spec("ext_dup", "true");
+  dup.replace(dup.find("[1, 3, 6, 12, 24]"), 17, "[1, 3, 3]");
+  EXPECT_NE(err(dup).find("listed twice"), std::string::npos);
+  std::string extra = Spec("ext_extra", "true");
+  extra.insert(1, R"("surprise": 1, )");
+  EXPECT_NE(err(extra).find("surprise: unknown field"), std::string::npos);
+  std::string no_runner = Spec("ext_nr", "true");
+  no_runner.replace(no_runner.find("\"runner\""), 8, "\"runnr\"");
+  EXPECT_NE(err(no_runner).find("runnr"), std::string::npos);
+}
+
+TEST(ExternalSpec, SchemaIsServedJson) {
+  const std::string_view s = KernelSpecSchema();
+  EXPECT_NE(s.find("\"restrictions\""), std::string_view::npos);
+  EXPECT_EQ(s.front(), '{');
+}
+
+// --- Runner outcomes ------------------------------------------------------------------------
+
+class RunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override { tuner::SetRunnerMeasurerFactory(&MakeRunnerMeasurer); }
+
+  const KernelSpec& Make(const std::string& name, const std::string& script, bool persistent = true,
+                         double timeout_s = 0) {
+    auto spec = ParseKernelSpec(Spec(name, script, persistent, timeout_s), name + ".json", "/");
+    EXPECT_TRUE(spec) << spec.error().ToString();
+    specs_.push_back(std::move(*spec));
+    return *specs_.back();
+  }
+
+  tuner::EvalRequest Request(const KernelSpec& spec) {
+    tuner::EvalRequest r;
+    r.spec = &spec;
+    r.problem = Problem{DType::kF32, NamedInts({{"n", 64}, {"batch", 2}})};
+    r.timing.repetitions = 3;
+    r.timing.min_repetition_ns = 1e6;
+    return r;
+  }
+
+  Measurement Run(tuner::Evaluator& e, const KernelSpec& spec, const std::string& config = "bx=3,by=4,flag=0") {
+    Measurement m;
+    e.Measure(Request(spec), *NamedInts::Parse(config), m);
+    return m;
+  }
+
+  std::vector<std::unique_ptr<ExternalKernelSpec>> specs_;
+};
+
+// Answers every request with three times; echoes the request to stderr (the log).
+const char kGood[] = R"(while read -r line; do echo "got $line" >&2; echo '{"times_ms": [2.0, 2.1, 1.9]}' >&3; done)";
+
+TEST_F(RunnerTest, MeasuredConfigIsOkWithSamples) {
+  const KernelSpec& spec = Make("ext_good", kGood);
+  tuner::InProcessEvaluator e;
+  for (int i = 0; i < 3; ++i) {  // persistent: one process serves all three
+    const Measurement m = Run(e, spec);
+    ASSERT_EQ(m.outcome, Outcome::kOk) << m.detail;
+    ASSERT_EQ(m.samples_ns.size(), 3u);
+    EXPECT_DOUBLE_EQ(m.median_ns, 2.0e6);
+  }
+  // A config the restrictions exclude never reaches the runner.
+  const Measurement bad = Run(e, spec, "bx=24,by=8,flag=0");
+  EXPECT_EQ(bad.outcome, Outcome::kInvalid);
+  EXPECT_NE(bad.detail.find("restriction"), std::string::npos);
+  const auto inter = e.MeasureInterleaved(Request(spec), {*NamedInts::Parse("bx=3,by=4,flag=0"), *NamedInts::Parse("bx=1,by=2,flag=1")});
+  ASSERT_EQ(inter.size(), 2u);
+  for (const auto& m : inter) {
+    EXPECT_EQ(m.outcome, Outcome::kOk) << m.detail;
+    EXPECT_EQ(m.samples_ns.size(), 9u);  // 3 one-repetition requests x 3 times each
+  }
+}
+
+TEST_F(RunnerTest, PerConfigRunnerGetsOneRequestAndEof) {
+  // Answers once per line, then exits at EOF; a second line in the same process would fail.
+  const KernelSpec& spec = Make("ext_once", R"(read -r line || exit 9; echo '{"times_ms": [1.5]}' >&3; if read -r more; then exit 7; fi)",
+                                /*persistent=*/false);
+  tuner::InProcessEvaluator e;
+  for (int i = 0; i < 2; ++i) {
+    const Measurement m = Run(e, spec);
+    EXPECT_EQ(m.outcome, Outcome::kOk) << m.detail;
+    EXPECT_DOUBLE_EQ(m.median_ns, 1.5e6);
+  }
+}
+
+TEST_F(RunnerTest, ReportedOutcomesMapToRecordedOnes) {
+  tuner::InProcessEvaluator e;
+  const struct {
+    const char* outcome;
+    Outcome expected;
+    const char* detail;
+  } cases[] = {{"invalid", Outcome::kInvalid, "too big"},
+               {"compile_failed", Outcome::kInvalid, "compile_failed: too big"},
+               {"runtime_failed", Outcome::kCrashed, "runtime_failed: too big"},
+               {"wrong_result", Outcome::kWrongResult, "wrong_result: too big"}};
+  int i = 0;
+  for (const auto& c : cases) {
+    const std::string script = std::string("while read -r line; do echo '{\"outcome\": \"") + c.outcome +
+                               "\", \"message\": \"too big\"}' >&3; done";
+    const Measurement m = Run(e, Make("ext_report" + std::to_string(i++), script));
+    EXPECT_EQ(m.outcome, c.expected) << c.outcome;
+    EXPECT_NE(m.detail.find(c.detail), std::string::npos) << m.detail;
+  }
+}
+
+TEST_F(RunnerTest, CrashHangAndGarbageInProcess) {
+  tuner::InProcessEvaluator e;
+  const Measurement crash = Run(e, Make("ext_crash", R"(read -r line; echo "about to die" >&2; kill -SEGV $$)"));
+  EXPECT_EQ(crash.outcome, Outcome::kCrashed) << crash.detail;
+  EXPECT_NE(crash.detail.find("SIGSEGV"), std::string::npos) << crash.detail;
+  EXPECT_NE(crash.detail.find("about to die"), std::string::npos) << crash.detail;  // the capped log
+
+  const Measurement exits = Run(e, Make("ext_exit", "read -r line; exit 3"));
+  EXPECT_EQ(exits.outcome, Outcome::kCrashed) << exits.detail;
+  EXPECT_NE(exits.detail.find("exited with status 3"), std::string::npos) << exits.detail;
+
+  const Measurement garbage = Run(e, Make("ext_garbage", R"(while read -r line; do echo 'this is not json {' >&3; done)"));
+  EXPECT_EQ(garbage.outcome, Outcome::kWorkerLost) << garbage.detail;
+  EXPECT_NE(garbage.detail.find("runner protocol error"), std::string::npos) << garbage.detail;
+
+  const Measurement wrong_shape = Run(e, Make("ext_shape", R"(while read -r line; do echo '{"times_ms": "fast"}' >&3; done)"));
+  EXPECT_EQ(wrong_shape.outcome, Outcome::kWorkerLost) << wrong_shape.detail;
+
+  // Silence: the runner reads and says nothing. The timeout counts from the request (the
+  // first request of a fresh runner gets it twice, for start-up): ~1 s here.
+  const Measurement hang = Run(e, Make("ext_hang", "read -r line; exec sleep 1000", true, 0.5));
+  EXPECT_EQ(hang.outcome, Outcome::kTimeout) << hang.detail;
+  EXPECT_NE(hang.detail.find("no answer within"), std::string::npos) << hang.detail;
+}
+
+// The daemon's path: configs go to blocktune-worker, which loads the spec folder and runs the
+// runner as its child; the outcomes are the same and the worker survives none of them only
+// when it must.
+TEST_F(RunnerTest, CrashHangAndGarbageThroughWorkerProcesses) {
+  test::ScratchDir dir("external_worker");
+  const struct {
+    const char* name;
+    std::string script;
+    Outcome expected;
+  } cases[] = {
+      {"w_good", kGood, Outcome::kOk},
+      {"w_crash", "read -r line; kill -SEGV $$", Outcome::kCrashed},
+      {"w_garbage", R"(while read -r line; do echo '<html>' >&3; done)", Outcome::kWorkerLost},
+      {"w_hang", "read -r line; exec sleep 1000", Outcome::kTimeout},
+  };
+  for (const auto& c : cases) {
+    std::ofstream(dir.File(std::string(c.name) + ".json")) << Spec(c.name, c.script, true, 0.5);
+  }
+  tuner::WorkerOptions options;
+  auto path = tuner::LocateWorker("");
+  ASSERT_TRUE(path) << path.error().message;
+  options.worker_path = *path;
+  options.kernel_dirs = {dir.path().string()};
+  tuner::WorkerEvaluator worker(options);
+  for (const auto& c : cases) {
+    auto spec = ParseKernelSpec(Spec(c.name, c.script, true, 0.5), "x.json", "/");
+    ASSERT_TRUE(spec);
+    const Measurement m = Run(worker, **spec);
+    EXPECT_EQ(m.outcome, c.expected) << c.name << ": " << m.detail;
+  }
+  // After all that, a good config still measures (the worker was replaced where needed).
+  auto good = ParseKernelSpec(Spec("w_good", kGood, true, 0.5), "x.json", "/");
+  EXPECT_EQ(Run(worker, **good).outcome, Outcome::kOk);
+}
+
+}  // namespace
+}  // namespace blocktune::external
