@@ -29,7 +29,7 @@ struct TimingFlags {
 inline void AddTimingFlags(CLI::App* cmd, TimingFlags& flags, const std::string& help_prefix = "") {
   cmd->add_option("--min-repetition-ms", flags.min_repetition_ms, help_prefix + "minimum length of one timed repetition")
       ->capture_default_str()
-      ->check(CLI::Range(0.1, 10000.0));
+      ->check(CLI::Range(0.01, 10000.0));  // 0.01: flow tests that only need a verdict
   cmd->add_option("--repetitions", flags.repetitions, help_prefix + "timed repetitions per config")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

@@ -16,10 +16,14 @@ n = int(sys.argv[3]) if len(sys.argv) > 3 else 20000
 rng = random.Random(7)
 con = sqlite3.connect(db, timeout=60)
 con.execute("PRAGMA busy_timeout = 60000")
-cols = [r[1] for r in con.execute("PRAGMA table_info(sweeps)") if r[1] != "id"]
+# A copy of the source sweep: every column but the row id and the unique identity (uid, when the
+# schema has it: a fresh one is set below).
+cols = [r[1] for r in con.execute("PRAGMA table_info(sweeps)") if r[1] not in ("id", "uid")]
 with con:
     cur = con.execute(f"INSERT INTO sweeps ({','.join(cols)}) SELECT {','.join(cols)} FROM sweeps WHERE id = ?", (source,))
     sid = cur.lastrowid
+    if any(r[1] == "uid" for r in con.execute("PRAGMA table_info(sweeps)")):
+        con.execute("UPDATE sweeps SET uid = lower(hex(randomblob(16))) WHERE id = ?", (sid,))
     bucket = "m4096_n4096_k4096_synthetic"
     con.execute("UPDATE sweeps SET status = 'done', progress_done = ?, progress_total = ?, error = '', "
                 "shapes = 'm=4096,n=4096,k=4096' WHERE id = ?", (n, n, sid))
