@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 
 namespace blocktune::client {
@@ -157,6 +158,17 @@ void PrintHuman(const Json& j, int indent) {
       PrintHuman(*it, indent + 2);
     }
   }
+}
+
+std::expected<std::unique_ptr<store::Store>, int> OpenLocalStore(const std::string& path) {
+  const std::filesystem::path db(path);
+  if (db.has_parent_path()) {
+    std::error_code ec;
+    std::filesystem::create_directories(db.parent_path(), ec);  // Open reports what matters
+  }
+  auto store = store::Store::Open(path);
+  if (!store) return std::unexpected(Fail(kExitDatabase, "cannot open " + path + ": " + store.error().ToString()));
+  return std::move(*store);
 }
 
 }  // namespace blocktune::client

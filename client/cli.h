@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kernels/core/config.h"
+#include "schema/store.h"
 #include "server/codec.h"
 #include "server/routes.h"
 
@@ -41,6 +42,9 @@ int Fail(int code, const std::string& message);
 std::string ResolveToken(const Common& c);
 Result<NamedInts> ParseShape(const std::string& text);
 void AddCommon(CLI::App* cmd, Common& c, bool server);
+// Opens (creating if missing, with its folder) the local database of --local, import and merge;
+// a failure is printed and returned as kExitDatabase.
+std::expected<std::unique_ptr<store::Store>, int> OpenLocalStore(const std::string& path);
 
 struct HttpReply {
   int status = 0;

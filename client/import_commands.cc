@@ -53,13 +53,8 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
     spec = FindKernel(set->kernel);
     spec_note = "created " + path;
   }
-  const std::filesystem::path db(a.db);
-  if (db.has_parent_path()) {
-    std::error_code ec;
-    std::filesystem::create_directories(db.parent_path(), ec);
-  }
-  auto store = store::Store::Open(a.db);
-  if (!store) return Fail(kExitDatabase, "cannot open " + a.db + ": " + store.error().ToString());
+  auto store = OpenLocalStore(a.db);
+  if (!store) return store.error();
   auto summary = external::StoreImport(**store, *spec, *set);
   if (!summary) return Fail(kExitFailed, summary.error().ToString());
   Json outcomes = Json::object();

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -319,14 +320,29 @@ int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a,
   return 0;
 }
 
-int RunBench(const Common& c, const BenchArgs& a) {
-  if (!a.isa.empty()) {
-    if (auto s = ForceIsa(a.isa); !s) return Fail(kExitUsage, s.error().message);
+// What bench and regret both start from: the forced ISA level (if any), the kernel and the dtype;
+// a bad one is a usage error, printed, and returned as the exit code.
+struct LocalKernel {
+  const KernelSpec* spec;
+  DType dtype;
+};
+std::expected<LocalKernel, int> PrepareLocalKernel(const std::string& isa, const std::string& kernel,
+                                                   const std::string& dtype_name) {
+  if (!isa.empty()) {
+    if (auto s = ForceIsa(isa); !s) return std::unexpected(Fail(kExitUsage, s.error().message));
   }
-  const KernelSpec* spec = FindKernel(a.kernel);
-  if (spec == nullptr) return Fail(kExitUsage, "unknown kernel '" + a.kernel + "'");
-  auto dtype = ParseDType(a.dtype);
-  if (!dtype) return Fail(kExitUsage, "unknown dtype '" + a.dtype + "'");
+  const KernelSpec* spec = FindKernel(kernel);
+  if (spec == nullptr) return std::unexpected(Fail(kExitUsage, "unknown kernel '" + kernel + "'"));
+  auto dtype = ParseDType(dtype_name);
+  if (!dtype) return std::unexpected(Fail(kExitUsage, "unknown dtype '" + dtype_name + "'"));
+  return LocalKernel{spec, *dtype};
+}
+
+int RunBench(const Common& c, const BenchArgs& a) {
+  auto k = PrepareLocalKernel(a.isa, a.kernel, a.dtype);
+  if (!k) return k.error();
+  const KernelSpec* spec = k->spec;
+  const std::optional<DType> dtype = k->dtype;
   if (a.compare) return RunBenchCompare(c, *spec, a, *dtype);
   if (a.shape.empty()) return Fail(kExitUsage, "--shape is required (or --compare)");
   auto dims = ParseShape(a.shape);
@@ -420,13 +436,10 @@ Result<std::string> ReadText(const std::string& path) {
 }
 
 int RunRegret(const Common& c, const RegretArgs& a) {
-  if (!a.isa.empty()) {
-    if (auto s = ForceIsa(a.isa); !s) return Fail(kExitUsage, s.error().message);
-  }
-  const KernelSpec* spec = FindKernel(a.kernel);
-  if (spec == nullptr) return Fail(kExitUsage, "unknown kernel '" + a.kernel + "'");
-  auto dtype = ParseDType(a.dtype);
-  if (!dtype) return Fail(kExitUsage, "unknown dtype '" + a.dtype + "'");
+  auto k = PrepareLocalKernel(a.isa, a.kernel, a.dtype);
+  if (!k) return k.error();
+  const KernelSpec* spec = k->spec;
+  const std::optional<DType> dtype = k->dtype;
   std::string table_text(codegen::CheckedInEntriesJsonl());
   if (!a.table.empty()) {
     auto t = ReadText(a.table);

@@ -46,13 +46,8 @@ int RunMerge(const Common& c, const MergeArgs& a) {
     if (!r) return Fail(kExitDatabase, "cannot read " + in + ": " + r.error().ToString());
     readers.push_back(std::move(*r));
   }
-  const std::filesystem::path out(a.out);
-  if (out.has_parent_path()) {
-    std::error_code ec;
-    std::filesystem::create_directories(out.parent_path(), ec);
-  }
-  auto st = store::Store::Open(a.out);
-  if (!st) return Fail(kExitDatabase, "cannot open " + a.out + ": " + st.error().ToString());
+  auto st = OpenLocalStore(a.out);
+  if (!st) return st.error();
   Totals total;
   Json per_input = Json::array();
   for (size_t i = 0; i < readers.size(); ++i) {

@@ -153,13 +153,8 @@ Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
 }
 
 int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest& request) {
-  const std::filesystem::path db(a.db);
-  if (db.has_parent_path()) {
-    std::error_code ec;
-    std::filesystem::create_directories(db.parent_path(), ec);
-  }
-  auto store = store::Store::Open(a.db);
-  if (!store) return Fail(kExitDatabase, "cannot open " + a.db + ": " + store.error().ToString());
+  auto store = OpenLocalStore(a.db);
+  if (!store) return store.error();
   server::ServiceOptions options;
   a.timing.ApplyTo(options.sweep.timing);
   // Configs run in worker processes here too: a crashing config is a recorded outcome, not
