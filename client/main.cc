@@ -342,12 +342,12 @@ int RunBench(const Common& c, const BenchArgs& a) {
   auto k = PrepareLocalKernel(a.isa, a.kernel, a.dtype);
   if (!k) return k.error();
   const KernelSpec* spec = k->spec;
-  const std::optional<DType> dtype = k->dtype;
-  if (a.compare) return RunBenchCompare(c, *spec, a, *dtype);
+  const DType dtype = k->dtype;
+  if (a.compare) return RunBenchCompare(c, *spec, a, dtype);
   if (a.shape.empty()) return Fail(kExitUsage, "--shape is required (or --compare)");
   auto dims = ParseShape(a.shape);
   if (!dims) return Fail(kExitUsage, dims.error().ToString());
-  const Problem problem{*dtype, *dims};
+  const Problem problem{dtype, *dims};
   if (auto s = spec->ValidateProblem(problem); !s) return Fail(kExitUsage, "--shape: " + s.error().ToString());
   HardwareProfile hw = HardwareProfile::Detect(a.threads);
 
@@ -359,7 +359,7 @@ int RunBench(const Common& c, const BenchArgs& a) {
   } else if (a.config == "tuned") {
     auto rows = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
     if (!rows) return Fail(kExitFailed, "checked-in table: " + rows.error().ToString());
-    auto ans = tuner::Lookup(*spec, *rows, tuner::LookupQuery{*dtype, *dims, hw.Key(), std::nullopt});
+    auto ans = tuner::Lookup(*spec, *rows, tuner::LookupQuery{dtype, *dims, hw.Key(), std::nullopt});
     if (!ans) return Fail(kExitUsage, ans.error().ToString());
     config = ans->config;
     source = std::string(tables::SourceName(ans->source));
@@ -439,7 +439,7 @@ int RunRegret(const Common& c, const RegretArgs& a) {
   auto k = PrepareLocalKernel(a.isa, a.kernel, a.dtype);
   if (!k) return k.error();
   const KernelSpec* spec = k->spec;
-  const std::optional<DType> dtype = k->dtype;
+  const DType dtype = k->dtype;
   std::string table_text(codegen::CheckedInEntriesJsonl());
   if (!a.table.empty()) {
     auto t = ReadText(a.table);
@@ -456,7 +456,7 @@ int RunRegret(const Common& c, const RegretArgs& a) {
     if (buckets.empty()) return Fail(kExitUsage, "--buckets: " + a.buckets + " lists no bucket");
   }
   const HardwareProfile hw = HardwareProfile::Detect(a.threads);
-  auto plan = tuner::PlanRegret(*spec, *rows, hw.Key(), *dtype, buckets);
+  auto plan = tuner::PlanRegret(*spec, *rows, hw.Key(), dtype, buckets);
   if (!plan) return Fail(kExitUsage, "--buckets: " + plan.error().ToString());
   if (plan->empty()) {
     return Fail(kExitFailed, "the table has no " + std::string(spec->name()) + " " + a.dtype + " rows to judge");
