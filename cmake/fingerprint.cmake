@@ -5,7 +5,9 @@
 # A kernel's fingerprint is SHA-256 (first 16 hex digits) over, in this order:
 #   - every file of its folder kernels/<name>/ except reference.cc (the test oracle) and spec.cc
 #     (parameters, validation, buckets: which configs exist, not how fast one runs), each as its
-#     path relative to the source root and the SHA-256 of its CONTENTS, sorted by path;
+#     path relative to the source root and the SHA-256 of its CONTENTS, sorted by path; and the
+#     same files of every other kernel whose headers those include (grouped_matmul and
+#     fused_cross_entropy run matmul's micro-kernels, ragged_paged_attention calls flash_attention);
 #   - the speed-relevant core files those sources include (kernels/core/simd.h, vec_math.h,
 #     parallel.h with parallel.cc, scratch.h, and what those include among them), likewise;
 #   - kernels/CMakeLists.txt (the library's compile options, -O3);
@@ -39,25 +41,41 @@ endfunction()
 function(blocktune_fingerprint_files root kernel out)
   file(GLOB_RECURSE own RELATIVE ${root} ${root}/kernels/${kernel}/*)
   list(FILTER own EXCLUDE REGEX "/(reference|spec)\\.cc$")
-  set(core "")
+  set(core_files "")
+  set(used_kernels ${kernel})
   set(pending ${own})
   while(pending)
     list(POP_FRONT pending f)
-    file(STRINGS ${root}/${f} includes REGEX "^#include \"kernels/core/[a-z_]+\\.h\"")
+    file(STRINGS ${root}/${f} includes REGEX "^#include \"kernels/[a-z_]+/[a-z_0-9]+\\.h\"")
     foreach(line ${includes})
-      string(REGEX MATCH "kernels/core/([a-z_]+)\\.h" _ "${line}")
-      set(name ${CMAKE_MATCH_1})
-      foreach(candidate ${name}.h ${name}.cc)
-        list(FIND BLOCKTUNE_FINGERPRINT_CORE_FILES ${candidate} speed)
-        list(FIND core kernels/core/${candidate} seen)
-        if(speed GREATER -1 AND seen EQUAL -1 AND EXISTS ${root}/kernels/core/${candidate})
-          list(APPEND core kernels/core/${candidate})
-          list(APPEND pending kernels/core/${candidate})
+      string(REGEX MATCH "kernels/([a-z_]+)/([a-z_0-9]+)\\.h" _ "${line}")
+      set(dir ${CMAKE_MATCH_1})
+      set(name ${CMAKE_MATCH_2})
+      if(dir STREQUAL "core")
+        foreach(candidate ${name}.h ${name}.cc)
+          list(FIND BLOCKTUNE_FINGERPRINT_CORE_FILES ${candidate} speed)
+          list(FIND core_files kernels/core/${candidate} seen)
+          if(speed GREATER -1 AND seen EQUAL -1 AND EXISTS ${root}/kernels/core/${candidate})
+            list(APPEND core_files kernels/core/${candidate})
+            list(APPEND pending kernels/core/${candidate})
+          endif()
+        endforeach()
+      else()
+        # Another kernel's header (grouped_matmul and fused_cross_entropy run matmul's
+        # micro-kernels, ragged_paged_attention calls flash_attention's): that kernel's speed
+        # files decide this one's speed too, so they enter its fingerprint.
+        list(FIND used_kernels ${dir} seen)
+        if(seen EQUAL -1 AND IS_DIRECTORY ${root}/kernels/${dir})
+          list(APPEND used_kernels ${dir})
+          file(GLOB_RECURSE theirs RELATIVE ${root} ${root}/kernels/${dir}/*)
+          list(FILTER theirs EXCLUDE REGEX "/(reference|spec)\\.cc$")
+          list(APPEND own ${theirs})
+          list(APPEND pending ${theirs})
         endif()
-      endforeach()
+      endif()
     endforeach()
   endwhile()
-  set(files ${own} ${core} kernels/CMakeLists.txt)
+  set(files ${own} ${core_files} kernels/CMakeLists.txt)
   list(SORT files)
   set(${out} ${files} PARENT_SCOPE)
 endfunction()
