@@ -10,7 +10,8 @@
 //       [--shapes=4096x1024x32768,1024x512x8192] [--threads=1,2] [--modes=fwd,bwd]
 //       [--configs=192x256x512,96x256x1024] [--no_unfused] [--bf16] [benchmark flags]
 //
-// Shapes are BxHxV; configs block_b x block_h x block_v (the default config always runs).
+// Shapes are BxHxV; configs block_b x block_h x block_v (the default config always runs, and so
+// does the checked-in table's config for this host, thread count and direction, "_tuned").
 // Ratios should be read from one process with --benchmark_enable_random_interleaving=true
 // (the machine is shared), never from absolute numbers across runs.
 #include <benchmark/benchmark.h>
@@ -24,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "blocktune/tables/fused_cross_entropy_tuned_block_sizes.h"
 #include "kernels/bench/bench_args.h"
 #include "kernels/core/parallel.h"
 #include "kernels/core/random.h"
@@ -276,13 +278,21 @@ int Main(int argc, char** argv) {
               ->UseRealTime()
               ->Unit(benchmark::kMillisecond);
         }
-        for (const auto& bs : block_sizes) {
-          if (!Validate(bs, shape, hw)) continue;
-          for (bool use_bf16 : {false, true}) {
-            if (use_bf16 && !bf16) continue;
+        for (bool use_bf16 : {false, true}) {
+          if (use_bf16 && !bf16) continue;
+          // The checked-in table's row for this host (at the forced ISA level, if any), thread
+          // count and direction, looked up through the generated header as an application would.
+          const auto r = tables::fused_cross_entropy::LookupForHost(threads, use_bf16 ? "bf16" : "f32", shape.b,
+                                                                    shape.h, shape.v, backward ? 1 : 0);
+          const FusedCrossEntropyBlockSizes tuned{r.config.block_b, r.config.block_h, r.config.block_v};
+          std::vector<FusedCrossEntropyBlockSizes> to_run = block_sizes;
+          if (std::find(to_run.begin(), to_run.end(), tuned) == to_run.end()) to_run.push_back(tuned);
+          for (const auto& bs : to_run) {
+            if (!Validate(bs, shape, hw)) continue;
             const std::string name = std::string("fused") + (use_bf16 ? "_bf16" : "") + suffix + "/bb" +
                                      std::to_string(bs.block_b) + "_bh" + std::to_string(bs.block_h) + "_bv" +
-                                     std::to_string(bs.block_v) + (bs == default_bs ? "_default" : "");
+                                     std::to_string(bs.block_v) + (bs == default_bs ? "_default" : "") +
+                                     (bs == tuned ? "_tuned" : "");
             benchmark::RegisterBenchmark(
                 name.c_str(), [=](benchmark::State& s) { BenchOurs(s, shape, bs, backward, use_bf16, threads); })
                 ->UseRealTime()

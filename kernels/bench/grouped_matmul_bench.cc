@@ -12,7 +12,9 @@
 //       [--configs=48x256x1024,192x256x1024] [--uniform=1,8,32] [--no_padded] [--no_bf16]
 //       [benchmark flags]
 //
-// Configs are tile_m x tile_k x tile_n. The two OPENBLAS_* variables make OpenBLAS pick a smaller
+// Configs are tile_m x tile_k x tile_n. Besides the default and --configs, every case runs the
+// checked-in table's config for this host and thread count (from the generated header
+// grouped_matmul_tuned_block_sizes.h, as an application would get it), named "_tuned". The two OPENBLAS_* variables make OpenBLAS pick a smaller
 // kernel/cache model (about 2x slower here), so unset them to compare.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
@@ -27,6 +29,7 @@
 #include <string_view>
 #include <vector>
 
+#include "blocktune/tables/grouped_matmul_tuned_block_sizes.h"
 #include "kernels/bench/bench_args.h"
 #include "kernels/core/dtype.h"
 #include "kernels/grouped_matmul/grouped_matmul.h"
@@ -223,17 +226,36 @@ int Main(int argc, char** argv) {
                                      [=](benchmark::State& s) { BenchPadded(s, l, threads); })
             ->UseRealTime();
       }
-      for (const GroupedMatmulBlockSizes& bs : block_sizes) {
+      // The checked-in table's row for this host (at the forced ISA level, if any) and thread
+      // count, looked up through the generated header as an application embedding it would.
+      const auto tuned_for = [&](const char* dtype) {
+        const auto r = tables::grouped_matmul::LookupForHost(threads, dtype, l.shape.m, l.shape.k, l.shape.n,
+                                                             l.shape.groups);
+        return GroupedMatmulBlockSizes{r.config.tile_m, r.config.tile_k, r.config.tile_n};
+      };
+      const GroupedMatmulBlockSizes tuned_f32 = tuned_for("f32");
+      std::vector<GroupedMatmulBlockSizes> to_run = block_sizes;
+      if (std::find(to_run.begin(), to_run.end(), tuned_f32) == to_run.end()) to_run.push_back(tuned_f32);
+      for (const GroupedMatmulBlockSizes& bs : to_run) {
         if (!Validate(bs, l.shape, hw)) continue;
-        const std::string name = "blocktune_f32" + suffix + "/" + ConfigName(bs) + (bs == default_bs ? "_default" : "");
+        const std::string name = "blocktune_f32" + suffix + "/" + ConfigName(bs) + (bs == default_bs ? "_default" : "") +
+                                 (bs == tuned_f32 ? "_tuned" : "");
         benchmark::RegisterBenchmark(name.c_str(),
                                      [=](benchmark::State& s) { BenchOurs(s, l, bs, threads, false); })
             ->UseRealTime();
       }
       if (bf16) {
-        benchmark::RegisterBenchmark(("blocktune_bf16" + suffix + "/" + ConfigName(default_bs) + "_default").c_str(),
-                                     [=](benchmark::State& s) { BenchOurs(s, l, default_bs, threads, true); })
-            ->UseRealTime();
+        const GroupedMatmulBlockSizes tuned_bf16 = tuned_for("bf16");
+        std::vector<GroupedMatmulBlockSizes> bf16_runs = {default_bs};
+        if (tuned_bf16 != default_bs) bf16_runs.push_back(tuned_bf16);
+        for (const GroupedMatmulBlockSizes& bs : bf16_runs) {
+          if (!Validate(bs, l.shape, hw)) continue;
+          const std::string name = "blocktune_bf16" + suffix + "/" + ConfigName(bs) +
+                                   (bs == default_bs ? "_default" : "") + (bs == tuned_bf16 ? "_tuned" : "");
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [=](benchmark::State& s) { BenchOurs(s, l, bs, threads, true); })
+              ->UseRealTime();
+        }
       }
     }
   }
