@@ -38,6 +38,7 @@
 #include "server/codec.h"
 #include "tables/codegen/codegen.h"
 #include "tuner/gate.h"
+#include "tuner/isolation/worker_evaluator.h"
 #include "tuner/lookup.h"
 #include "tuner/regret.h"
 #include "tuner/search/simulate.h"
@@ -66,6 +67,10 @@ struct TablesArgs {
   // another config are re-timed side by side first, unless --force.
   bool force = false;
   int gate_repetitions = 9;
+  // The regression gate verifies and times in worker processes (tuner/isolation), so a config
+  // that crashes or hangs is refused and generation goes on; empty: blocktune-worker next to
+  // this program or in its build tree.
+  std::string worker;
   double gate_min_time_ms = 20;
   std::string jsonl;  // tables check: this file instead of <out>/tuned_entries.jsonl
 };
@@ -106,6 +111,16 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
       gate.force = a.force;
       gate.timing.repetitions = a.gate_repetitions;
       gate.timing.min_repetition_ns = a.gate_min_time_ms * 1e6;
+      std::optional<tuner::WorkerEvaluator> worker;
+      if (!a.force) {  // --force times nothing
+        tuner::WorkerOptions worker_options;
+        auto path = tuner::LocateWorker(a.worker);
+        if (!path) return Fail(kExitFailed, "regression gate: " + path.error().ToString() + " (--worker PATH)");
+        worker_options.worker_path = *path;
+        worker_options.kernel_dirs = c.kernel_dirs;  // the worker loads the same external kernels
+        worker.emplace(worker_options);
+        gate.evaluator = &*worker;
+      }
       auto merged = tuner::GatedMerge(std::move(entries), *rows, gate, &events);
       if (!merged) return Fail(kExitFailed, merged.error().ToString());
       entries = std::move(*merged);
@@ -834,6 +849,9 @@ int main(int argc, char** argv) {
   generate_cmd->add_option("--gate-min-time-ms", tables_args.gate_min_time_ms,
                            "regression gate: minimum time per repetition")
       ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
+  generate_cmd->add_option("--worker", tables_args.worker,
+                           "regression gate: worker executable that verifies and times the configs (default: "
+                           "blocktune-worker next to this program or in its build tree)");
   auto* check_cmd = tables_cmd->add_subcommand(
       "check", "list tuned rows measured by another build of their kernel (stale) or of unknown fingerprint; exit 1 "
                "if any stale row would be served");

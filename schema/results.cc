@@ -42,7 +42,7 @@ constexpr char kUpdateImportedSweepSql[] =
     "finished_at = NULLIF(?, '') WHERE id = ? AND imported = 1";
 constexpr char kInsertMeasurementSql[] =
     "INSERT INTO measurements (sweep_id, bucket, problem, config, outcome, detail, iterations, median_ns, cv, "
-    "max_abs_err, max_rel_err, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "max_abs_err, max_rel_err, created_at, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, '')) "
     "ON CONFLICT (sweep_id, bucket, config) DO NOTHING RETURNING id";
 constexpr char kInsertSampleSql[] =
     "INSERT INTO samples (measurement_id, repetition, ns_per_iteration) VALUES (?, ?, ?)";
@@ -51,7 +51,8 @@ constexpr char kCountImportedSql[] =
     "WHERE id = ?1 AND imported = 1";
 // One pool: every sweep's measurements of (kernel, dtype, hardware, bucket version) in a bucket.
 constexpr char kPoolSql[] =
-    "SELECT m.id, m.sweep_id, m.config, m.outcome, COALESCE(m.median_ns, 0), m.created_at FROM measurements m "
+    "SELECT m.id, m.sweep_id, m.config, m.outcome, COALESCE(m.median_ns, 0), m.created_at, "
+    "COALESCE(m.fingerprint, '') FROM measurements m "
     "JOIN sweeps s ON s.id = m.sweep_id WHERE s.kernel = ?1 AND s.dtype = ?2 AND s.hardware_id = ?3 AND "
     "s.bucket_version = ?4 AND m.bucket = ?5 ORDER BY m.id";
 constexpr char kPoolSamplesSql[] =
@@ -60,10 +61,11 @@ constexpr char kPoolSamplesSql[] =
     "s.bucket_version = ?4 AND m.bucket = ?5 AND m.outcome = 'ok' ORDER BY sa.measurement_id, sa.repetition";
 constexpr char kUpsertTunedSql[] =
     "INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, "
-    "sweep_id, measurement_id, measured_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+    "sweep_id, measurement_id, measured_at, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, '')) "
     "ON CONFLICT (kernel, hardware_key, dtype, bucket) DO UPDATE SET bucket_version = excluded.bucket_version, "
     "config = excluded.config, median_ns = excluded.median_ns, samples = excluded.samples, "
-    "sweep_id = excluded.sweep_id, measurement_id = excluded.measurement_id, measured_at = excluded.measured_at";
+    "sweep_id = excluded.sweep_id, measurement_id = excluded.measurement_id, measured_at = excluded.measured_at, "
+    "fingerprint = excluded.fingerprint";
 
 // The reader's side.
 constexpr char kReadHeaderSql[] =
@@ -77,7 +79,7 @@ constexpr char kReadSweepsSql[] =
     "FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id ORDER BY s.id";
 constexpr char kReadMeasurementsSql[] =
     "SELECT id, bucket, problem, config, outcome, detail, iterations, COALESCE(median_ns, 0), COALESCE(cv, 0), "
-    "COALESCE(max_abs_err, 0), COALESCE(max_rel_err, 0), created_at FROM measurements "
+    "COALESCE(max_abs_err, 0), COALESCE(max_rel_err, 0), created_at, COALESCE(fingerprint, '') FROM measurements "
     "WHERE sweep_id = ? AND id > ? ORDER BY id LIMIT ?";
 constexpr char kReadSamplesSql[] =
     "SELECT measurement_id, ns_per_iteration FROM samples WHERE measurement_id BETWEEN ? AND ? "
@@ -178,6 +180,7 @@ std::optional<tuner::TunedEntry> PoolWinner(const std::vector<tuner::Measurement
     e.sweep_id = c.best->sweep_id;
     e.measurement_id = c.best->id;
     e.measured_at = c.best->created_at;
+    e.fingerprint = c.best->fingerprint;  // the build that measured the winning measurement
     out = std::move(e);
   }
   return out;
@@ -284,7 +287,7 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
           ins->BindNull(8).BindNull(9);
         }
         ins->Bind(10, m.max_abs_err).Bind(11, m.max_rel_err);
-        ins->Bind(12, m.created_at.empty() ? tuner::UtcNow() : m.created_at);
+        ins->Bind(12, m.created_at.empty() ? tuner::UtcNow() : m.created_at).Bind(13, m.fingerprint);
         auto row = ins->Step();
         if (!row) return std::unexpected(row.error());
         if (!*row) continue;  // stored before: (sweep, bucket, config) is the measurement's identity
@@ -324,6 +327,7 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
         m.outcome = *outcome;
         m.median_ns = q.Double(4);
         m.created_at = q.Text(5);
+        m.fingerprint = q.Text(6);
         return m;
       });
       if (!rows) return std::unexpected(rows.error());
@@ -348,7 +352,7 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
       up->Bind(1, s.request.kernel).Bind(2, hw.Key()).Bind(3, DTypeName(s.request.dtype)).Bind(4, bucket);
       up->Bind(5, s.bucket_version).Bind(6, winner->config.ToString()).Bind(7, winner->median_ns);
       up->Bind(8, winner->samples).Bind(9, winner->sweep_id).Bind(10, winner->measurement_id);
-      up->Bind(11, winner->measured_at);
+      up->Bind(11, winner->measured_at).Bind(12, winner->fingerprint);
       if (auto x = up->Run(); !x) return x;
       ++out.winners;
     }
@@ -533,6 +537,7 @@ Status ResultsReader::ForEachBatch(int64_t batch_size, const std::function<Statu
         m.max_abs_err = q.Double(9);
         m.max_rel_err = q.Double(10);
         m.created_at = q.Text(11);
+        m.fingerprint = q.Text(12);
         return m;
       });
       if (!rows) return std::unexpected(rows.error());

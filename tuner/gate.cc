@@ -95,14 +95,25 @@ Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const s
       own = std::make_unique<InProcessEvaluator>();
       evaluator = own.get();
     }
-    // Both must pass verification on this build before either is timed.
+    // Both must pass verification on this build before either is timed. Through the evaluator,
+    // like the timing: with a WorkerEvaluator (the CLI's) a config that crashes, hangs or eats
+    // memory is an outcome of its worker process, and the merge goes on. Measure verifies and
+    // then times once; one repetition of at least 1 ms, not retried, keeps that cheap (the
+    // decision rests on the interleaved timing below).
     const HardwareProfile hw = HardwareProfile::Detect(threads);
+    EvalRequest verify{spec, *problem, threads, 1, options.timing, std::string(tables::KeyIsa(u.hardware_key))};
+    verify.timing.repetitions = 1;
+    verify.timing.min_repetition_ns = 1e6;
+    verify.timing.max_retries = 0;
     auto check = [&](const Config& c, Measurement& m) {
       if (auto s = spec->ValidateConfig(c, *problem, hw); !s) {
         m.detail = "invalid here: " + s.error().message;
         return false;
       }
-      return VerifyConfig(*spec, c, *problem, threads, m);
+      evaluator->Measure(verify, c, m);
+      if (m.outcome == Outcome::kOk) return true;
+      m.detail = std::string(OutcomeName(m.outcome)) + (m.detail.empty() ? "" : ": " + m.detail);
+      return false;
     };
     Measurement vo, vn;
     const bool old_ok = check(b.config, vo);

@@ -27,7 +27,11 @@ struct GateOptions {
   bool force = false;
   TimingOptions timing;          // `repetitions` interleaved rounds of both configs
   double min_noise_band = 0.02;  // as SweepOptions::min_noise_band
-  Evaluator* evaluator = nullptr;  // null: an InProcessEvaluator
+  // Verifies and times both configs. The CLI passes a WorkerEvaluator, so a config that
+  // crashes or hangs becomes that config's outcome (the new row is refused, or the old one
+  // replaced) instead of ending the merge. Null: an InProcessEvaluator (tests with in-process
+  // kernels), where a crashing config takes the process down.
+  Evaluator* evaluator = nullptr;
   // The kernel of a row; default FindKernel (tests pass their own kernels).
   std::function<const KernelSpec*(std::string_view)> find_kernel;
   // Whether a hardware key is this machine's; default IsHostKey.

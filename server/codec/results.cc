@@ -54,6 +54,9 @@ Json ResultsMeasurementSchema() {
                  {"max_abs_err", Num()},
                  {"max_rel_err", Num()},
                  {"samples_ns", Array(Num(), "every timed repetition, in order")},
+                 {"fingerprint",
+                  Nullable(Str("the kernel's fingerprint in the build that measured it; null or absent: unknown")),
+                  false},
                  {"created_at", Str()}});
 }
 
@@ -236,6 +239,13 @@ Result<tuner::Measurement> DecodeResultsMeasurement(const Json& j, DType dtype, 
   auto created = GetString(j, "created_at", at + ".created_at", std::nullopt, 64);
   if (!created) return std::unexpected(created.error());
   m.created_at = std::move(*created);
+  // Optional (senders before fingerprints omit it); null: unknown. A fingerprint is 16 hex
+  // digits; up to 64 characters are stored as sent (another build's scheme may differ).
+  if (auto f = j.find("fingerprint"); f != j.end() && !f->is_null()) {
+    auto fp = GetString(j, "fingerprint", at + ".fingerprint", std::nullopt, 64);
+    if (!fp) return std::unexpected(fp.error());
+    m.fingerprint = std::move(*fp);
+  }
   return m;
 }
 
@@ -298,6 +308,7 @@ Json EncodeResultsBatch(const store::ResultsBatch& b) {
                       {"max_abs_err", std::isfinite(m.max_abs_err) ? m.max_abs_err : 0.0},
                       {"max_rel_err", std::isfinite(m.max_rel_err) ? m.max_rel_err : 0.0},
                       {"samples_ns", m.samples_ns},
+                      {"fingerprint", m.fingerprint.empty() ? Json(nullptr) : Json(m.fingerprint)},
                       {"created_at", m.created_at}});
   }
   return Json{{"batch_id", b.batch_id},

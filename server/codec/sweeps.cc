@@ -99,6 +99,8 @@ void AddSweepSchemas(Json& s) {
                              {"samples_ns", Array(Num(), "per-iteration time of each repetition")},
                              {"max_abs_err", Num()},
                              {"max_rel_err", Num("worst error as a fraction of the tolerance (<= 1 passes)")},
+                             {"fingerprint", Nullable(Str("the kernel's fingerprint in the build that measured it; "
+                                                          "null: unknown (measured before fingerprints)"))},
                              {"created_at", Str()}});
   s["MeasurementPage"] = Object({{"measurements", Array(Ref("Measurement"))},
                                  {"next_after_id", Nullable(Int("pass as after_id for the next page; null on the last"))}});
@@ -287,6 +289,7 @@ Json EncodeMeasurement(const tuner::Measurement& m) {
               {"samples_ns", m.samples_ns},
               {"max_abs_err", m.max_abs_err},
               {"max_rel_err", m.max_rel_err},
+              {"fingerprint", m.fingerprint.empty() ? Json(nullptr) : Json(m.fingerprint)},
               {"created_at", m.created_at}};
 }
 
@@ -318,6 +321,8 @@ Result<std::vector<tuner::Measurement>> DecodeMeasurementPage(const Json& j, int
     if (auto v = m.find("median_ns"); v != m.end() && v->is_number()) x.median_ns = v->get<double>();
     if (auto v = m.find("cv"); v != m.end() && v->is_number()) x.cv = v->get<double>();
     x.created_at = GetString(m, "created_at", "created_at", std::string()).value_or("");
+    // Absent from servers before fingerprints, null for measurements of unknown fingerprint.
+    if (auto f = m.find("fingerprint"); f != m.end() && f->is_string()) x.fingerprint = f->get<std::string>();
     out.push_back(std::move(x));
   }
   if (next_after_id != nullptr) {

@@ -5,20 +5,31 @@ another CPU model of the same vendor and ISA level; smallest key on ties) -> def
 another ISA level or vendor are never borrowed."""
 
 
-def bucket_id(bucket_dims, dims):
-    parts = []
-    for name, rounding, lo, hi in bucket_dims:
-        v = int(dims[name])
-        if v < lo:
-            v = lo
+def _round_dim(v, pow2, lo, hi):
+    v = int(v)
+    if v < lo:
+        v = lo
+    if v > hi:
+        v = hi
+    if pow2:
+        v = 1 << (v - 1).bit_length() if v > 1 else 1
         if v > hi:
             v = hi
-        if rounding == "pow2_ceil":
-            v = 1 << (v - 1).bit_length() if v > 1 else 1
-            if v > hi:
-                v = hi
-        parts.append(name + str(v))
-    return "_".join(parts)
+    return v
+
+
+def bucket_values(bucket_dims, dims):
+    """The rounded dims, in bucket_dims order."""
+    return tuple(_round_dim(dims[name], rounding == "pow2_ceil", lo, hi) for name, rounding, lo, hi in bucket_dims)
+
+
+def bucket_name(bucket_dims, values):
+    """The bucket id of rounded dims: "m1024_n1024_k1024"."""
+    return "_".join(d[0] + str(v) for d, v in zip(bucket_dims, values))
+
+
+def bucket_id(bucket_dims, dims):
+    return bucket_name(bucket_dims, bucket_values(bucket_dims, dims))
 
 
 def fallback_chain(key):
@@ -42,16 +53,86 @@ def index(tuned):
     return idx
 
 
-def infer(tuned, default, bucket_dims, hardware_key, dtype, dims, idx=None):
-    """Returns (config dict, source, matched hardware key or None, bucket)."""
-    bucket = bucket_id(bucket_dims, dims)
-    keys = (idx if idx is not None else index(tuned)).get((dtype, bucket))
+def resolve(idx, hardware_key, dtype, bucket):
+    """(matched hardware key, source) for one bucket id: the precedence, written once."""
+    keys = idx.get((dtype, bucket))
     if keys:
         if hardware_key in keys:
-            return dict(tuned[(hardware_key, dtype, bucket)][0]), "tuned", hardware_key, bucket
+            return hardware_key, "tuned"
         for prefix in fallback_chain(hardware_key)[1:]:
             dotted = prefix + "."
             for hw in keys:
                 if hw == prefix or hw.startswith(dotted):
-                    return dict(tuned[(hw, dtype, bucket)][0]), "tuned_fallback", hw, bucket
-    return dict(default), "default", None, bucket
+                    return hw, "tuned_fallback"
+    return None, "default"
+
+
+def infer(tuned, default, bucket_dims, hardware_key, dtype, dims, idx=None):
+    """Returns (config dict, source, matched hardware key or None, bucket). Resolves from scratch;
+    the generated modules answer through Table instead."""
+    bucket = bucket_id(bucket_dims, dims)
+    hw, source = resolve(idx if idx is not None else index(tuned), hardware_key, dtype, bucket)
+    if hw is None:
+        return dict(default), source, None, bucket
+    return dict(tuned[(hw, dtype, bucket)][0]), source, hw, bucket
+
+
+class Table:
+    """One kernel's rows, answering as infer() without walking the fallback chain per call: a
+    queried (hardware key, dtype) has its answer for every tuned bucket resolved on its first
+    lookup, so later lookups find the rounded dims in a dict and copy the config. The module's
+    infer_block_sizes rounds the dims itself (code written out by the generator: a loop over
+    BUCKET_DIMS cost more than the rest of the lookup). Bounded: past MAX_KEYS queried keys or
+    MAX_NAMES bucket ids, a lookup resolves and formats without storing."""
+
+    MAX_KEYS = 256
+    MAX_NAMES = 4096
+
+    def __init__(self, tuned, default, bucket_dims):
+        self.tuned = tuned
+        self.default = default
+        self.bucket_dims = bucket_dims
+        self._index = index(tuned)
+        self._names = {}  # rounded dims -> bucket id
+        self._buckets = {}  # dtype -> {rounded dims: bucket id}, the tuned buckets
+        for dt, b in self._index:
+            values = self._parse(b)
+            self._names[values] = b
+            self._buckets.setdefault(dt, {})[values] = b
+        self._answers = {}  # (hardware key, dtype) -> {rounded dims: (config, source, hw, bucket)}
+
+    def _parse(self, bucket):
+        values, at = [], 0
+        for name, _, _, _ in self.bucket_dims:
+            at += len(name)
+            end = bucket.find("_", at)
+            end = len(bucket) if end < 0 else end
+            values.append(int(bucket[at:end]))
+            at = end + 1
+        return tuple(values)
+
+    def _resolve_key(self, hardware_key, dtype):
+        answers = {}
+        for values, b in self._buckets.get(dtype, {}).items():
+            hw, source = resolve(self._index, hardware_key, dtype, b)
+            if hw is not None:
+                answers[values] = (self.tuned[(hw, dtype, b)][0], source, hw, b)
+        if len(self._answers) < self.MAX_KEYS:
+            self._answers[(hardware_key, dtype)] = answers
+        return answers
+
+    def lookup(self, hardware_key, dtype, values):
+        """Answer for rounded dims (a tuple in BUCKET_DIMS order): (config dict, source, matched
+        hardware key or None, bucket)."""
+        answers = self._answers.get((hardware_key, dtype))
+        if answers is None:
+            answers = self._resolve_key(hardware_key, dtype)
+        answer = answers.get(values)
+        if answer is not None:
+            return dict(answer[0]), answer[1], answer[2], answer[3]
+        name = self._names.get(values)
+        if name is None:
+            name = bucket_name(self.bucket_dims, values)
+            if len(self._names) < self.MAX_NAMES:
+                self._names[values] = name
+        return dict(self.default), "default", None, name

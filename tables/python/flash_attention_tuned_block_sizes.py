@@ -71,7 +71,7 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "batch1_heads8_kv_heads2_seq_q512_seq_kv512_head_dim128_causal1"): ({"block_q": 32, "block_kv": 64}, 3467818.875, 5, 7, 3706, None),
 }
 
-_INDEX = _resolve.index(TUNED)
+_TABLE = _resolve.Table(TUNED, DEFAULT, BUCKET_DIMS)
 
 
 def bucket_id(**dims):
@@ -80,4 +80,19 @@ def bucket_id(**dims):
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)
+    # Each dim clamped to BUCKET_DIMS' range and rounded, as bucket_id does.
+    v0 = int(dims["batch"])
+    v0 = 1 if v0 <= 1 else (256 if v0 >= 256 else 1 << (v0 - 1).bit_length())
+    v1 = int(dims["heads"])
+    v1 = 1 if v1 <= 1 else (256 if v1 >= 256 else 1 << (v1 - 1).bit_length())
+    v2 = int(dims["kv_heads"])
+    v2 = 1 if v2 <= 1 else (256 if v2 >= 256 else 1 << (v2 - 1).bit_length())
+    v3 = int(dims["seq_q"])
+    v3 = 1 if v3 <= 1 else (65536 if v3 >= 65536 else 1 << (v3 - 1).bit_length())
+    v4 = int(dims["seq_kv"])
+    v4 = 1 if v4 <= 1 else (65536 if v4 >= 65536 else 1 << (v4 - 1).bit_length())
+    v5 = int(dims["head_dim"])
+    v5 = 1 if v5 < 1 else (256 if v5 > 256 else v5)
+    v6 = int(dims["causal"])
+    v6 = 0 if v6 < 0 else (1 if v6 > 1 else v6)
+    return _TABLE.lookup(hardware_key, dtype, (v0, v1, v2, v3, v4, v5, v6, ))

@@ -52,7 +52,7 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0"): ({"block_b": 192, "block_h": 512, "block_v": 512}, 236995641.0, 5, 17, 4036, None),
 }
 
-_INDEX = _resolve.index(TUNED)
+_TABLE = _resolve.Table(TUNED, DEFAULT, BUCKET_DIMS)
 
 
 def bucket_id(**dims):
@@ -61,4 +61,13 @@ def bucket_id(**dims):
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)
+    # Each dim clamped to BUCKET_DIMS' range and rounded, as bucket_id does.
+    v0 = int(dims["b"])
+    v0 = 1 if v0 <= 1 else (1048576 if v0 >= 1048576 else 1 << (v0 - 1).bit_length())
+    v1 = int(dims["h"])
+    v1 = 1 if v1 <= 1 else (16384 if v1 >= 16384 else 1 << (v1 - 1).bit_length())
+    v2 = int(dims["v"])
+    v2 = 1 if v2 <= 1 else (524288 if v2 >= 524288 else 1 << (v2 - 1).bit_length())
+    v3 = int(dims["backward"])
+    v3 = 0 if v3 < 0 else (1 if v3 > 1 else v3)
+    return _TABLE.lookup(hardware_key, dtype, (v0, v1, v2, v3, ))

@@ -44,7 +44,7 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8"): ({"tile_m": 24, "tile_k": 512, "tile_n": 512}, 28410246.0, 5, 14, 3861, None),
 }
 
-_INDEX = _resolve.index(TUNED)
+_TABLE = _resolve.Table(TUNED, DEFAULT, BUCKET_DIMS)
 
 
 def bucket_id(**dims):
@@ -53,4 +53,13 @@ def bucket_id(**dims):
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)
+    # Each dim clamped to BUCKET_DIMS' range and rounded, as bucket_id does.
+    v0 = int(dims["m"])
+    v0 = 1 if v0 <= 1 else (65536 if v0 >= 65536 else 1 << (v0 - 1).bit_length())
+    v1 = int(dims["k"])
+    v1 = 1 if v1 <= 1 else (16384 if v1 >= 16384 else 1 << (v1 - 1).bit_length())
+    v2 = int(dims["n"])
+    v2 = 1 if v2 <= 1 else (16384 if v2 >= 16384 else 1 << (v2 - 1).bit_length())
+    v3 = int(dims["groups"])
+    v3 = 1 if v3 <= 1 else (256 if v3 >= 256 else 1 << (v3 - 1).bit_length())
+    return _TABLE.lookup(hardware_key, dtype, (v0, v1, v2, v3, ))

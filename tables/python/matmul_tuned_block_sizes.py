@@ -83,7 +83,7 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "m64_n1024_k4096"): ({"block_m": 288, "block_n": 4096, "block_k": 384}, 2379143.1, 5, 2, 2849, None),
 }
 
-_INDEX = _resolve.index(TUNED)
+_TABLE = _resolve.Table(TUNED, DEFAULT, BUCKET_DIMS)
 
 
 def bucket_id(**dims):
@@ -92,4 +92,11 @@ def bucket_id(**dims):
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)
+    # Each dim clamped to BUCKET_DIMS' range and rounded, as bucket_id does.
+    v0 = int(dims["m"])
+    v0 = 1 if v0 <= 1 else (65536 if v0 >= 65536 else 1 << (v0 - 1).bit_length())
+    v1 = int(dims["n"])
+    v1 = 1 if v1 <= 1 else (65536 if v1 >= 65536 else 1 << (v1 - 1).bit_length())
+    v2 = int(dims["k"])
+    v2 = 1 if v2 <= 1 else (65536 if v2 >= 65536 else 1 << (v2 - 1).bit_length())
+    return _TABLE.lookup(hardware_key, dtype, (v0, v1, v2, ))

@@ -59,7 +59,7 @@ TUNED = {
     ("x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128"): ({"kv_pages_per_block": 32, "queries_per_block": 1}, 7001562.25, 5, 10, 4097, None),
 }
 
-_INDEX = _resolve.index(TUNED)
+_TABLE = _resolve.Table(TUNED, DEFAULT, BUCKET_DIMS)
 
 
 def bucket_id(**dims):
@@ -68,4 +68,19 @@ def bucket_id(**dims):
 
 def infer_block_sizes(hardware_key, dtype, **dims):
     """Returns (config dict, source, matched hardware key or None, bucket)."""
-    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, _INDEX)
+    # Each dim clamped to BUCKET_DIMS' range and rounded, as bucket_id does.
+    v0 = int(dims["num_seqs"])
+    v0 = 1 if v0 <= 1 else (1024 if v0 >= 1024 else 1 << (v0 - 1).bit_length())
+    v1 = int(dims["max_kv_len"])
+    v1 = 1 if v1 <= 1 else (131072 if v1 >= 131072 else 1 << (v1 - 1).bit_length())
+    v2 = int(dims["prefill_q_len"])
+    v2 = 1 if v2 <= 1 else (8192 if v2 >= 8192 else 1 << (v2 - 1).bit_length())
+    v3 = int(dims["page_size"])
+    v3 = 1 if v3 < 1 else (512 if v3 > 512 else v3)
+    v4 = int(dims["heads"])
+    v4 = 1 if v4 < 1 else (128 if v4 > 128 else v4)
+    v5 = int(dims["kv_heads"])
+    v5 = 1 if v5 < 1 else (128 if v5 > 128 else v5)
+    v6 = int(dims["head_dim"])
+    v6 = 1 if v6 < 1 else (256 if v6 > 256 else v6)
+    return _TABLE.lookup(hardware_key, dtype, (v0, v1, v2, v3, v4, v5, v6, ))

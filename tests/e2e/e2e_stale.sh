@@ -10,7 +10,10 @@
 #     a fresh row of this build passes;
 #  3. `tables generate --db` on this machine's own matmul row: a much slower config is refused
 #     (gate kept), --force takes it (gate forced), and both decisions are in the jsonl, the
-#     generated JSON and the header comments.
+#     generated JSON and the header comments;
+#  4. the gate runs its configs in worker processes: with a worker that segfaults on the new
+#     config (blocktune-fault-worker, BLOCKTUNE_FAULT_INJECT), the new row is refused as
+#     "crashed", another profile's row is still merged, and the tables are written (exit 0).
 # Usage: e2e_stale.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
@@ -144,5 +147,27 @@ python3 - "$work/tables" <<'PY'
 import json, sys
 row = json.loads(open(sys.argv[1] + "/tuned_entries.jsonl").readline())
 assert row["config"] == {"block_k": 128, "block_m": 48, "block_n": 128} and row["gate"]["decision"] == "forced", row
+PY
+
+# --- 4. a new config that crashes the gate's worker ------------------------------------------
+printf '{"kernel":"matmul","hardware":"%s","dtype":"f32","bucket":"m256_n256_k256","bucket_version":1,"config":{"block_m":96,"block_n":512,"block_k":256},"median_ns":500000.0,"samples":5,"sweep_id":1,"measurement_id":1,"measured_at":"2026-11-25T00:00:00.000Z","fingerprint":"%s"}\n' \
+  "$key" "$old_matmul" >"$work/tables/tuned_entries.jsonl"
+sqlite3 "$work/db/blocktune.db" "INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version,
+  config, median_ns, samples, sweep_id, measurement_id, measured_at, fingerprint) VALUES ('matmul',
+  'x86_64.avx512.intel.fam6_mod9999.t1', 'f32', 'm256_n256_k256', 1, 'block_m=48,block_n=256,block_k=256', 1, 5, 3, 3,
+  '2026-11-25T01:00:00.000Z', '$old_matmul')"
+BLOCKTUNE_FAULT_INJECT="block_m=48:segfault" "$bt" tables generate --out "$work/tables" --db "$work/db/blocktune.db" \
+  --gate-repetitions 3 --gate-min-time-ms 1 --worker "$build/tests/blocktune-fault-worker" >/dev/null 2>"$work/gen.err"
+cat "$work/gen.err"
+grep -q "^gate kept     matmul $key f32 m256_n256_k256: the new config failed verification: crashed" "$work/gen.err"
+python3 - "$work/tables" "$key" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1] + "/tuned_entries.jsonl")]
+host = [r for r in rows if r["hardware"] == sys.argv[2]]
+other = [r for r in rows if r["hardware"] == "x86_64.avx512.intel.fam6_mod9999.t1"]
+assert len(host) == 1 and host[0]["config"] == {"block_k": 256, "block_m": 96, "block_n": 512}, host
+assert host[0]["gate"]["decision"] == "kept" and host[0]["gate"]["new_config"]["block_m"] == 48, host
+assert len(other) == 1 and other[0]["config"]["block_m"] == 48, other  # another profile: merged as it is
+assert '"x86_64.avx512.intel.fam6_mod9999.t1"' in open(sys.argv[1] + "/include/blocktune/tables/matmul_tuned_block_sizes.h").read()
 PY
 echo "e2e_stale: OK"

@@ -147,6 +147,37 @@ TEST_F(ResultsTest, OneProfileFromTwoHostsPoolsAndProfilesStayApart) {
   EXPECT_EQ((*tuned)->config.ToString(), "block_m=32,block_n=32,block_k=16");
 }
 
+TEST_F(ResultsTest, FingerprintsTravelWithMeasurementsAndReachTheWinner) {
+  // Measurements keep the build that measured them through a push (Apply) and a read back
+  // (ResultsReader, what `blocktune push` and `db merge` send), and the bucket's recomputed row
+  // carries its winning measurement's fingerprint; a measurement without one stays unknown.
+  const std::string src = dir_.File("src.db");
+  const auto hw = Hardware("avx2");
+  auto fast = M("block_m=32,block_n=32,block_k=16", tuner::Outcome::kOk, {10, 10, 10});
+  fast.fingerprint = "00112233aabbccdd";
+  auto slow = M("block_m=64,block_n=32,block_k=16", tuner::Outcome::kOk, {20, 20, 20});  // unknown
+  {
+    auto st = Store::Open(src);
+    ASSERT_TRUE(st);
+    ASSERT_TRUE((*st)->results().Apply(Batch("ffffffff05", "host-a", hw, {fast, slow})));
+    auto tuned = (*st)->tuned().Get("matmul", hw.Key(), DType::kF32, "m64_n32_k16");
+    ASSERT_TRUE(tuned && *tuned);
+    EXPECT_EQ((*tuned)->config.ToString(), "block_m=32,block_n=32,block_k=16");
+    EXPECT_EQ((*tuned)->fingerprint, "00112233aabbccdd");
+  }
+  EXPECT_EQ(Count(src, "SELECT COUNT(*) FROM measurements WHERE fingerprint = '00112233aabbccdd'"), 1);
+  EXPECT_EQ(Count(src, "SELECT COUNT(*) FROM measurements WHERE fingerprint IS NULL"), 1);
+  auto reader = ResultsReader::Open(src);
+  ASSERT_TRUE(reader) << reader.error().ToString();
+  std::vector<std::string> read;
+  ASSERT_TRUE((*reader)->ForEachBatch(100, [&](const ResultsBatch& b) -> Status {
+    for (const auto& m : b.measurements) read.push_back(m.config.ToString() + " " + m.fingerprint);
+    return {};
+  }));
+  EXPECT_EQ(read, (std::vector<std::string>{"block_m=32,block_n=32,block_k=16 00112233aabbccdd",
+                                            "block_m=64,block_n=32,block_k=16 "}));
+}
+
 TEST_F(ResultsTest, MalformedBatchesAreRefusedNamingTheField) {
   auto st = Store::Open(dir_.File("out.db"));
   ASSERT_TRUE(st);

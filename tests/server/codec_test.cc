@@ -152,6 +152,57 @@ TEST(Codec, LookupEncodingKeepsParameterOrderAndRoundTrips) {
   EXPECT_EQ(back_stale->fingerprint, a.fingerprint);
 }
 
+TEST(Codec, MeasurementsCarryTheirFingerprint) {
+  // GET /v1/sweeps/{id}/measurements: the build that measured each row, null when unknown.
+  tuner::Measurement known;
+  known.id = 7;
+  known.bucket = "m64_n32_k16";
+  known.problem.dims = NamedInts({{"m", 64}, {"n", 32}, {"k", 16}});
+  known.config = NamedInts({{"block_m", 32}, {"block_n", 32}, {"block_k", 16}});
+  known.outcome = tuner::Outcome::kOk;
+  known.samples_ns = {10, 11, 12};
+  known.median_ns = 11;
+  known.created_at = "2026-11-25T12:00:00.000Z";
+  known.fingerprint = "00112233aabbccdd";
+  tuner::Measurement unknown = known;
+  unknown.id = 8;
+  unknown.fingerprint.clear();
+  const Json page = EncodeMeasurementPage({known, unknown}, 0);
+  EXPECT_EQ(page["measurements"][0]["fingerprint"], "00112233aabbccdd");
+  EXPECT_TRUE(page["measurements"][1]["fingerprint"].is_null());
+  int64_t next = -1;
+  auto back = DecodeMeasurementPage(page, &next);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->size(), 2u);
+  EXPECT_EQ((*back)[0].fingerprint, "00112233aabbccdd");
+  EXPECT_EQ((*back)[1].fingerprint, "");
+
+  // POST /v1/results: a pushed measurement keeps it; null or absent (an older sender) is
+  // unknown; anything but a string or null is refused, naming the field.
+  store::ResultsBatch b;
+  b.batch_id = "batch-1";
+  b.sweep.uid = "aaaaaaaa01";
+  b.sweep.host = "h";
+  b.sweep.request.kernel = "matmul";
+  b.sweep.request.shapes = {NamedInts({{"m", 64}, {"n", 32}, {"k", 16}})};
+  b.sweep.bucket_version = 1;
+  b.hardware = HardwareProfile::Detect(1);
+  b.sweep.hardware_key = b.hardware.Key();
+  b.measurements = {known, unknown};
+  Json wire = EncodeResultsBatch(b);
+  EXPECT_EQ(wire["measurements"][0]["fingerprint"], "00112233aabbccdd");
+  EXPECT_TRUE(wire["measurements"][1]["fingerprint"].is_null());
+  wire["measurements"][1].erase("fingerprint");
+  auto decoded = DecodeResultsBatch(wire, Limits{});
+  ASSERT_TRUE(decoded) << decoded.error().ToString();
+  EXPECT_EQ(decoded->measurements[0].fingerprint, "00112233aabbccdd");
+  EXPECT_EQ(decoded->measurements[1].fingerprint, "");
+  wire["measurements"][1]["fingerprint"] = 12;
+  auto bad = DecodeResultsBatch(wire, Limits{});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().path, "measurements[1].fingerprint");
+}
+
 TEST(Http, TokenComparisonIsExact) {
   EXPECT_TRUE(server::TokenEquals("abcdef0123456789", "abcdef0123456789"));
   EXPECT_FALSE(server::TokenEquals("abcdef0123456789", "abcdef012345678"));

@@ -301,5 +301,44 @@ TEST(LookupReference, BucketNameIsTheId) {
   EXPECT_EQ(r.bucket.values, (std::array<std::int64_t, 3>{1024, 1024, 1024}));
 }
 
+// The per-thread memo of resolved keys (tables::QueryMemo) answers from the key's text, never
+// from where it is stored: a key rewritten in place answers for its new text, keys that share
+// a slot take turns, and keys too long for the memo are resolved every time.
+TEST(LookupReference, KeyMemoFollowsTheKeysText) {
+  namespace mm = tables::matmul;
+  std::string key = "x86_64.avx2.amd.fam25_mod1.t1";
+  auto at = [&] { return mm::LookupBlockSizes(key, "f32", 1000, 1000, 1000); };
+  EXPECT_EQ(at().source, tables::Source::kTuned);
+  key.back() = '5';  // same buffer, same length, same slot: another key (t5 has no row)
+  auto r = at();
+  EXPECT_EQ(r.source, tables::Source::kTunedFallback);
+  EXPECT_EQ(r.fallback_levels, 1);
+  EXPECT_EQ(r.queried_hardware, "x86_64.avx2.amd.fam25_mod1.t5");
+  key.back() = '1';
+  EXPECT_EQ(at().source, tables::Source::kTuned);
+  key = "x86_64.avx2.amd.fam25_mod33.t1";  // another CPU model of the vendor and ISA level
+  r = at();
+  EXPECT_EQ(r.source, tables::Source::kTunedFallback);
+  EXPECT_EQ(r.fallback_levels, 2);
+  // Longer than QueryMemo::kMaxKey: resolved on every call, the same answers.
+  key = "x86_64.avx2.amd.fam25_mod1." + std::string(tables::QueryMemo::kMaxKey, 'x');
+  for (int i = 0; i < 2; ++i) {
+    r = at();
+    EXPECT_EQ(r.source, tables::Source::kTunedFallback);
+    EXPECT_EQ(r.fallback_levels, 1);
+  }
+  // One memo per index: the other tables, looked up on this thread in between, keep their own.
+  key = "x86_64.avx2.amd.fam25_mod1.t1";
+  const auto fa = tables::flash_attention::LookupBlockSizes(key, "f32", 1, 8, 8, 1024, 1024, 128, 0);
+  EXPECT_EQ(at().source, tables::Source::kTuned);
+  EXPECT_EQ(tables::flash_attention::LookupBlockSizes(key, "f32", 1, 8, 8, 1024, 1024, 128, 0).source, fa.source);
+  // A memo asked about another index forgets the first one's ids.
+  tables::QueryMemo memo;
+  const tables::Query q = memo.Get(mm::kIndex, key);
+  EXPECT_NE(q.key, tables::kNoId);
+  EXPECT_EQ(memo.Get(tables::flash_attention::kIndex, key).key, tables::flash_attention::kIndex.Prepare(key).key);
+  EXPECT_EQ(memo.Get(mm::kIndex, key).key, q.key);
+}
+
 }  // namespace
 }  // namespace blocktune

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "tests/tuner/fault_kernel.h"
 #include "tests/tuner/fault_test_util.h"
 #include "tuner/isolation/protocol.h"
+#include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
 
 namespace blocktune::tuner {
@@ -185,6 +187,71 @@ TEST(WorkerEvaluator, AbortEndsARequestInFlight) {
   EXPECT_NE(m.detail.find("aborted"), std::string::npos) << m.detail;
   EXPECT_LT(seconds, 30.0);  // well before the 60 s timeout: the abort ended it
   EXPECT_TRUE(testing::ChildrenOfThisProcess().empty());
+}
+
+// The regression gate of `tables generate --db` verifies and times through the evaluator it is
+// given; with the worker one (the CLI's), a database row whose config segfaults or hangs is
+// refused as an outcome, a checked-in row that crashes is replaced, and the merge completes.
+TEST(RegressionGate, CrashingAndHangingConfigsAreOutcomesAndTheMergeCompletes) {
+  const std::string host = HardwareProfile::Detect(1).Key();
+  auto row = [&](const std::string& bucket, int64_t id, int64_t sweep) {
+    TunedEntry e;
+    e.kernel = "fault";
+    e.hardware_key = host;
+    e.dtype = DType::kF32;
+    e.bucket = bucket;
+    e.config = Id(id);
+    e.median_ns = 1000;
+    e.samples = 5;
+    e.sweep_id = sweep;
+    e.measurement_id = sweep * 10;
+    return e;
+  };
+  // Configs with id < 1 trigger the bucket's fault; id 5 computes correctly.
+  const std::string segv = "n64_fault1_faulty1", spin = "n64_fault4_faulty1", abort = "n64_fault2_faulty1";
+  const std::vector<TunedEntry> base = {row(segv, 5, 1), row(spin, 5, 1), row(abort, 0, 1)};
+  const std::vector<TunedEntry> update = {row(segv, 0, 2), row(spin, 0, 2), row(abort, 5, 2),
+                                          row("n64_fault0_faulty0", 3, 2)};
+  WorkerEvaluator worker(TestOptions(/*timeout_s=*/2.0));
+  GateOptions o;
+  o.evaluator = &worker;
+  o.find_kernel = [](std::string_view n) -> const KernelSpec* { return n == "fault" ? &FaultSpec() : nullptr; };
+  o.timing.repetitions = 3;
+  o.timing.min_repetition_ns = 200e3;
+  o.timing.max_cv = 1e9;  // about isolation, not timing (as FaultRequest)
+  o.timing.check_floor = false;
+  o.now = "2026-11-26T12:00:00.000Z";
+  std::vector<GateEvent> events;
+  auto merged = GatedMerge(base, update, o, &events);
+  ASSERT_TRUE(merged) << merged.error().ToString();
+  ASSERT_EQ(merged->size(), 4u);  // the three gated buckets and the new one, merged as it is
+  std::map<std::string, const TunedEntry*> by_bucket;
+  for (const auto& e : *merged) by_bucket[e.bucket] = &e;
+  ASSERT_EQ(by_bucket.count("n64_fault0_faulty0"), 1u);
+  EXPECT_EQ(by_bucket["n64_fault0_faulty0"]->config, Id(3));
+  // The segfaulting and the spinning new config are refused: the old row stays, and says why.
+  for (const std::string& b : {segv, spin}) {
+    SCOPED_TRACE(b);
+    EXPECT_EQ(by_bucket[b]->config, Id(5));
+    ASSERT_TRUE(by_bucket[b]->gate.has_value());
+    EXPECT_EQ(by_bucket[b]->gate->decision, "kept");
+    EXPECT_EQ(by_bucket[b]->gate->new_config, Id(0));
+  }
+  // The checked-in config aborts on this build: the working new one replaces it.
+  EXPECT_EQ(by_bucket[abort]->config, Id(5));
+  ASSERT_TRUE(by_bucket[abort]->gate.has_value());
+  EXPECT_EQ(by_bucket[abort]->gate->decision, "replaced");
+  std::map<std::string, const GateEvent*> ev;
+  for (const auto& e : events) ev[e.bucket] = &e;
+  ASSERT_EQ(ev.size(), 3u);
+  EXPECT_EQ(ev[segv]->what, "kept");
+  EXPECT_NE(ev[segv]->detail.find("crashed"), std::string::npos) << ev[segv]->detail;
+  EXPECT_NE(ev[segv]->detail.find("SIGSEGV"), std::string::npos) << ev[segv]->detail;
+  EXPECT_EQ(ev[spin]->what, "kept");
+  EXPECT_NE(ev[spin]->detail.find("timeout"), std::string::npos) << ev[spin]->detail;
+  EXPECT_EQ(ev[abort]->what, "replaced");
+  EXPECT_NE(ev[abort]->detail.find("SIGABRT"), std::string::npos) << ev[abort]->detail;
+  EXPECT_GE(worker.workers_started(), 3);  // each crash or hang cost a worker, not this process
 }
 
 TEST(WorkerEvaluator, InterleavedBatchWithACrasherBlamesOnlyTheCrasher) {

@@ -255,7 +255,10 @@ using Lookup = TableLookup<Row, 7>;
 // Dims in kDims order.
 inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 7>& dims) {
-  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);
+  // The keys this thread looked up before, resolved (QueryMemo in resolve.h).
+  thread_local QueryMemo memo;
+  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),
+                   kBuildFingerprint);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t batch, std::int64_t heads, std::int64_t kv_heads, std::int64_t seq_q, std::int64_t seq_kv, std::int64_t head_dim, std::int64_t causal) {

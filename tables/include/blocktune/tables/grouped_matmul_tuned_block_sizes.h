@@ -186,7 +186,10 @@ using Lookup = TableLookup<Row, 4>;
 // Dims in kDims order.
 inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 4>& dims) {
-  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);
+  // The keys this thread looked up before, resolved (QueryMemo in resolve.h).
+  thread_local QueryMemo memo;
+  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),
+                   kBuildFingerprint);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {

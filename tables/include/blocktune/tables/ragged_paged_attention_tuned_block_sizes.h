@@ -221,7 +221,10 @@ using Lookup = TableLookup<Row, 7>;
 // Dims in kDims order.
 inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 7>& dims) {
-  return MarkStale(LookupInTable(kRows, kIndex, kDefault, kDims, dims, hardware_key, dtype), kBuildFingerprint);
+  // The keys this thread looked up before, resolved (QueryMemo in resolve.h).
+  thread_local QueryMemo memo;
+  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),
+                   kBuildFingerprint);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {

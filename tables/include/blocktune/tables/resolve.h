@@ -134,10 +134,9 @@ inline bool SameText(std::string_view a, std::string_view b) {
     return word(x + n - 8) == word(y + n - 8);
   }
   if (n >= 4) return half(x) == half(y) && half(x + n - 4) == half(y + n - 4);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (x[i] != y[i]) return false;
-  }
-  return true;
+  // 1 to 3 bytes: the first, middle and last cover them all (a dtype such as "f32").
+  if (n == 0) return true;
+  return x[0] == y[0] && x[n / 2] == y[n / 2] && x[n - 1] == y[n - 1];
 }
 
 // True if `key` equals `prefix` or continues it at a component boundary.
@@ -731,6 +730,13 @@ struct IndexView {
     return Pick(run, PrepareLevels(key));
   }
 
+  // Resolution for a key already resolved against this index (Prepare, or a QueryMemo of this
+  // index): the run's entries are ranked by comparing integers only.
+  template <typename B>
+  Resolution ResolveQuery(const Query& q, std::string_view dtype, const B& bucket) const {
+    return Pick(FindRun(dtype, bucket), q);
+  }
+
   // The host's queries over this index (see HostChain); detects the CPU on first use.
   HostChain ForHost() const {
     const HostKeys& host = HostKeys::Get();
@@ -748,6 +754,51 @@ struct IndexView {
     }
     return Pick(FindRun(dtype, bucket), host.query[threads]);
   }
+};
+
+// Queried keys of one index and their resolved chains (Query), so that a process that looks up
+// with the same few keys over and over (an application before every kernel launch) resolves
+// each key once instead of cutting it at its dots and hashing its levels on every call: on the
+// matmul table that was ~500 of a fallback lookup's ~850 instructions (callgrind,
+// docs/performance.md#lookup-cost). A hit costs comparing the key with the copy kept here,
+// eight bytes at a time. Four slots, picked by the key's length and last byte (keys of one CPU
+// at different thread counts differ there), each replaced by the next key that maps to it; keys
+// longer than kMaxKey bytes are resolved on every call. Name ids belong to one index, so a memo
+// serves one: it forgets everything when asked about another. Not thread-safe: the generated
+// headers keep one per thread (thread_local). Constant-initialised, so a thread_local memo
+// needs no guard on access.
+class QueryMemo {
+ public:
+  static constexpr std::size_t kSlots = 4;
+  static constexpr std::size_t kMaxKey = 60;
+
+  constexpr QueryMemo() = default;
+
+  template <typename B>
+  Query Get(const IndexView<B>& index, std::string_view key) {
+    if (owner_ != index.names) {
+      for (Slot& s : slots_) s.size = kEmpty;
+      owner_ = index.names;
+    }
+    if (key.size() > kMaxKey) return index.Prepare(key);
+    const std::size_t last = key.empty() ? 0 : static_cast<unsigned char>(key.back());
+    Slot& s = slots_[(key.size() + last) & (kSlots - 1)];
+    if (s.size == key.size() && SameText(std::string_view(s.text, s.size), key)) return s.query;
+    s.query = index.Prepare(key);
+    std::copy(key.begin(), key.end(), s.text);
+    s.size = static_cast<std::uint32_t>(key.size());
+    return s.query;
+  }
+
+ private:
+  static constexpr std::uint32_t kEmpty = 0xffffffffu;
+  struct Slot {
+    std::uint32_t size = kEmpty;  // of `text`; kEmpty: unused
+    char text[kMaxKey] = {};
+    Query query = {};
+  };
+  const void* owner_ = nullptr;  // the index's names array
+  Slot slots_[kSlots] = {};
 };
 
 // What the index is made of, as vectors: built by BuildIndex for the daemon's rows (RowIndex)
@@ -900,13 +951,15 @@ BucketName<NDims> RoundBucket(const BucketDim (&dims)[NDims], const std::array<s
   return b;
 }
 
+// `memo` holds the keys this caller resolved before over `index` (the headers pass one per
+// thread).
 template <typename Row, std::size_t NRows, typename Bucket, std::size_t NDims>
 TableLookup<Row, NDims> LookupInTable(const std::array<Row, NRows>& rows, const IndexView<Bucket>& index,
-                                      const decltype(Row::config)& default_config, const BucketDim (&dims)[NDims],
-                                      const std::array<std::int64_t, NDims>& values, std::string_view hardware_key,
-                                      std::string_view dtype) {
+                                      QueryMemo& memo, const decltype(Row::config)& default_config,
+                                      const BucketDim (&dims)[NDims], const std::array<std::int64_t, NDims>& values,
+                                      std::string_view hardware_key, std::string_view dtype) {
   const BucketName<NDims> bucket = RoundBucket(dims, values);
-  const Resolution r = index.Resolve(hardware_key, dtype, bucket.values);
+  const Resolution r = index.ResolveQuery(memo.Get(index, hardware_key), dtype, bucket.values);
   return AnswerFrom<Row, NRows, NDims>(rows, r, default_config, bucket, hardware_key);
 }
 
