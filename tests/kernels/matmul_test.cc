@@ -37,7 +37,12 @@ std::vector<MatmulCase> AllCases() {
   // Shapes: empty dims, 1s, exact tiles, one past a tile, primes, larger than the default block.
   const MatmulShape shapes[] = {{0, 5, 7},    {5, 0, 7},     {5, 7, 0},     {1, 1, 1},    {1, 33, 1},
                                 {13, 1, 17},  {12, 32, 16},  {13, 33, 17},  {37, 129, 263}, {100, 200, 300},
-                                {25, 65, 129}, {97, 513, 257}, {2, 700, 40}, {300, 17, 40}};
+                                {25, 65, 129}, {97, 513, 257}, {2, 700, 40}, {300, 17, 40},
+                                // Skinny m (at most 64 rows per thread, n above 64): the first row
+                                // tile streams B and packs it (one row tile: B read in place only),
+                                // with n off the tile and k remainders; 64 x 515 x 257 splits at 2-3
+                                // threads.
+                                {1, 100, 37}, {5, 333, 300}, {31, 1000, 129}, {64, 515, 257}, {64, 97, 1030}};
   // Block sizes: the smallest legal (many blocks, k blocks of 16), a middling one, the default.
   const MatmulBlockSizes blocks[] = {{12, 32, 16}, {24, 64, 40}, {96, 512, 256}};
   std::vector<MatmulCase> out;
