@@ -56,12 +56,15 @@ BLOCKTUNE_AVX512 __attribute__((always_inline)) inline void KernelT(int64_t kc, 
       for (int v = 0; v < kVecs; ++v) bv[v] = _mm512_maskz_loadu_ps(mask[v], b + v * 16);
       // Row-major B: each k step is a new row (16 KiB apart at n = 4096, a new page), which the
       // hardware prefetchers do not follow across pages; fetch the row segment (up to three
-      // lines when unaligned) 16 steps ahead, ~200-400 cycles of this loop, about one DRAM trip.
+      // lines when unaligned) into L1 16 steps ahead, ~200-400 cycles of this loop, and into L2
+      // 64 steps ahead (+2-12% at 16/32 x 4096 x 1024 and 64 x 1024 x 4096, alternated A/B).
       _mm_prefetch(reinterpret_cast<const char*>(b + kBRowsPrefetchSteps * ldb), _MM_HINT_T0);
       _mm_prefetch(reinterpret_cast<const char*>(b + kBRowsPrefetchSteps * ldb + kVecs * 16 - 1), _MM_HINT_T0);
       if constexpr (kVecs == 2) {
         _mm_prefetch(reinterpret_cast<const char*>(b + kBRowsPrefetchSteps * ldb + 16), _MM_HINT_T0);
       }
+      _mm_prefetch(reinterpret_cast<const char*>(b + 4 * kBRowsPrefetchSteps * ldb), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(b + 4 * kBRowsPrefetchSteps * ldb + kVecs * 16 - 1), _MM_HINT_T1);
       if constexpr (kStoreB) {
         static_assert(kTileCols == 32);  // a half tile (kVecs 1) zeroes the panel's second vector
         _mm512_store_ps(b_pack, bv[0]);
