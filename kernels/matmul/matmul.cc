@@ -29,8 +29,10 @@ constexpr int64_t kMaxPanelBytes = int64_t{64} << 20;
 // Below this many flops per thread, waking a worker (~2-10 us) costs more than it saves
 // (2^21 flops is ~10 us on one AVX-512 core), so small problems use fewer threads.
 constexpr double kMinFlopsPerThread = double(1 << 21);
-// A thread whose columns are at most this many reads A in place (see ComputeBlock).
+// A thread whose columns are at most this many reads A in place, and one whose rows are at
+// most this many streams B once, packing it during its first row tile (see ComputeBlock).
 constexpr int64_t kSkinnyCols = 64;
+constexpr int64_t kSkinnyRows = 64;
 
 // nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
 // compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
@@ -116,16 +118,26 @@ void ComputeBlock(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const Ma
   // micro-kernels then read A in place (4096 x 64 x 1024 on AVX2: 55 -> 69 GFLOP/s, OpenBLAS
   // 65). bf16 still packs: packing is where it is widened.
   const bool a_in_place = std::is_same_v<T, float> && cols.end - cols.begin <= kSkinnyCols;
+  // Skinny m: when this thread has at most 64 rows (up to 6 row tiles), each element of B is
+  // used by so few micro-tiles that packing it in a pass of its own (a load, a store and a
+  // read back per element) cost as much as its multiply-adds (perf: 38% of 32 x 4096 x 1024 on
+  // AVX2). The first row tile instead reads B's rows in place and writes the packed panel as it
+  // goes (pack-and-compute), so B is streamed once and the later row tiles read the packed copy;
+  // with a single row tile nothing is packed at all. bf16 still packs: packing is where it is
+  // widened, and with A in place (n at most 64 too) B is the small operand.
+  const bool b_fused = std::is_same_v<T, float> && !a_in_place && rows.end - rows.begin <= kSkinnyRows;
+  const bool b_single_pass = b_fused && rows.end - rows.begin <= mr;
   float* a_pack = a_in_place ? nullptr : t_a_buffer.Get(m_extent * k_extent);
-  float* b_pack = t_b_buffer.Get(n_extent * k_extent);
-  if ((a_pack == nullptr && !a_in_place) || b_pack == nullptr) std::abort();  // out of memory: no exceptions here
+  float* b_pack = b_single_pass ? nullptr : t_b_buffer.Get(n_extent * k_extent);
+  // out of memory: no exceptions here
+  if ((a_pack == nullptr && !a_in_place) || (b_pack == nullptr && !b_single_pass)) std::abort();
 
   for (int64_t jc = cols.begin; jc < cols.end; jc += nc) {
     const int64_t nb = std::min(nc, cols.end - jc);
     for (int64_t pc = 0; pc < shape.k; pc += kc) {
       const int64_t kb = std::min(kc, shape.k - pc);
       const bool accumulate = pc > 0;
-      PackB(b + pc * ldb + jc, ldb, kb, nb, nr, b_pack);
+      if (!b_fused) PackB(b + pc * ldb + jc, ldb, kb, nb, nr, b_pack);
       for (int64_t ic = rows.begin; ic < rows.end; ic += mc) {
         const int64_t mb = std::min(mc, rows.end - ic);
         const auto tile = [&](int64_t ir, int64_t jr) {
@@ -134,6 +146,12 @@ void ComputeBlock(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const Ma
           const int half = n_cols * 2 <= nr ? 1 : 0;
           float* ct = c + (ic + ir) * ldc + jc + jr;
           if constexpr (std::is_same_v<T, float>) {
+            if (b_fused && ic == rows.begin && ir == 0) {  // the first row tile streams and packs B
+              ks.kernels_b_rows[half][m_rows - 1](kb, a_pack + ir * kb, b + pc * ldb + jc + jr, ldb,
+                                                  b_single_pass ? nullptr : b_pack + jr * kb, ct, ldc, n_cols,
+                                                  accumulate);
+              return;
+            }
             if (a_in_place) {
               ks.kernels_a_rows[half][m_rows - 1](kb, a + (ic + ir) * lda + pc, lda, b_pack + jr * kb, ct, ldc,
                                                   n_cols, accumulate);

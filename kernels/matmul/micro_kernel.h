@@ -39,6 +39,15 @@ using MicroKernelFn = void (*)(int64_t kc, const float* a, const float* b, float
 using MicroKernelRowsFn = void (*)(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
                                    int cols, bool accumulate);
 
+// The product with A packed and B read from row-major memory (row p of the micro-panel at
+// b + p * ldb, `cols` valid floats, the rest read as zeros); when b_pack is not null the kernel
+// also writes the B it loaded there as the packed micro-panel (kc steps of tile_cols floats,
+// zero beyond `cols`). Pack-and-compute: for skinny m the first row tile's sweep packs B as it
+// goes, so B is streamed once instead of packed in one pass and read back in another; with one
+// row tile (b_pack null) B is read in place and never packed.
+using MicroKernelBRowsFn = void (*)(int64_t kc, const float* a, const float* b, int64_t ldb, float* b_pack, float* c,
+                                    int64_t ldc, int cols, bool accumulate);
+
 // Packs rows x kc of row-major A (leading dimension lda) into one micro-panel: dst[p*tile_rows + r].
 using PackAFn = void (*)(const float* a, int64_t lda, int rows, int64_t kc, float* dst);
 
@@ -51,6 +60,8 @@ struct MicroKernelSet {
   MicroKernelFn kernels[2][kMaxTileRows];
   // kernels_a_rows[half][rows - 1]: the same tiles reading A in place (MicroKernelRowsFn).
   MicroKernelRowsFn kernels_a_rows[2][kMaxTileRows];
+  // kernels_b_rows[half][rows - 1]: the same tiles reading B in place (MicroKernelBRowsFn).
+  MicroKernelBRowsFn kernels_b_rows[2][kMaxTileRows];
   PackAFn pack_a;
 };
 

@@ -4,11 +4,13 @@
 // every kernel is tests/kernels/conformance_test.cc).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
 
+#include "kernels/core/parallel.h"
 #include "kernels/matmul/matmul.h"
 #include "tests/common/kernels.h"
 
@@ -37,7 +39,14 @@ std::vector<MatmulCase> AllCases() {
   // Shapes: empty dims, 1s, exact tiles, one past a tile, primes, larger than the default block.
   const MatmulShape shapes[] = {{0, 5, 7},    {5, 0, 7},     {5, 7, 0},     {1, 1, 1},    {1, 33, 1},
                                 {13, 1, 17},  {12, 32, 16},  {13, 33, 17},  {37, 129, 263}, {100, 200, 300},
-                                {25, 65, 129}, {97, 513, 257}, {2, 700, 40}, {300, 17, 40}};
+                                {25, 65, 129}, {97, 513, 257}, {2, 700, 40}, {300, 17, 40},
+                                // Skinny m (at most 64 rows per thread, n above 64): the first row
+                                // tile streams B and packs it (one row tile: B read in place only),
+                                // with n off the tile and k remainders; 64 x 515 x 257 splits at 2-3
+                                // threads.
+                                {1, 100, 37}, {5, 333, 300}, {31, 1000, 129}, {64, 515, 257}, {64, 97, 1030},
+                                // Row splits of more than 64 rows per thread at 2-3 threads.
+                                {260, 100, 300}, {390, 129, 70}};
   // Block sizes: the smallest legal (many blocks, k blocks of 16), a middling one, the default.
   const MatmulBlockSizes blocks[] = {{12, 32, 16}, {24, 64, 40}, {96, 512, 256}};
   std::vector<MatmulCase> out;
@@ -112,6 +121,25 @@ TEST(Matmul, RepeatedCallsOverwriteAndAreDeterministic) {
   ASSERT_TRUE(Matmul(MatmulBlockSizes{24, 32, 32}, s, a.data(), b.data(), first.data(), 1).has_value());
   ASSERT_TRUE(Matmul(MatmulBlockSizes{24, 32, 32}, s, a.data(), b.data(), second.data(), 3).has_value());
   EXPECT_EQ(first, second);  // the thread split never changes the summation order of an element
+}
+
+// Matmul called from inside pool tasks: the nested run executes its threads one after another,
+// so nothing in it may make them wait for each other.
+TEST(Matmul, NestedInParallelRunMatchesReference) {
+  const MatmulShape s{260, 100, 300};
+  const auto a = RandomVector(s.m * s.k, 7);
+  const auto b = RandomVector(s.k * s.n, 8);
+  std::vector<float> ref(static_cast<size_t>(s.m * s.n));
+  MatmulReference(s, a.data(), b.data(), ref.data());
+  std::vector<std::vector<float>> out(2, std::vector<float>(ref.size()));
+  std::atomic<int> failures{0};
+  ParallelRun(2, [&](int t) {
+    if (!Matmul(MatmulBlockSizes{24, 64, 48}, s, a.data(), b.data(), out[static_cast<size_t>(t)].data(), 2)) {
+      failures.fetch_add(1);
+    }
+  });
+  EXPECT_EQ(failures.load(), 0);
+  for (const auto& o : out) EXPECT_TRUE(Compare(o.data(), ref.data(), s.m * s.n, MatmulTolerance(s.k)).ok);
 }
 
 // --- Validate ---------------------------------------------------------------------------------
