@@ -6,8 +6,8 @@
 #   - every file of its folder kernels/<name>/ except reference.cc (the test oracle) and spec.cc
 #     (parameters, validation, buckets: which configs exist, not how fast one runs), each as its
 #     path relative to the source root and the SHA-256 of its CONTENTS, sorted by path; and the
-#     same files of every other kernel whose headers those include (grouped_matmul and
-#     fused_cross_entropy run matmul's micro-kernels, ragged_paged_attention calls flash_attention);
+#     same files of every other kernel whose headers those include (grouped_matmul, for one,
+#     runs matmul's micro-kernels);
 #   - the speed-relevant core files those sources include (kernels/core/simd.h, vec_math.h,
 #     parallel.h with parallel.cc, scratch.h, and what those include among them), likewise;
 #   - kernels/CMakeLists.txt (the library's compile options, -O3);
@@ -61,9 +61,8 @@ function(blocktune_fingerprint_files root kernel out)
           endif()
         endforeach()
       else()
-        # Another kernel's header (grouped_matmul and fused_cross_entropy run matmul's
-        # micro-kernels, ragged_paged_attention calls flash_attention's): that kernel's speed
-        # files decide this one's speed too, so they enter its fingerprint.
+        # Another kernel's header (grouped_matmul, for one, runs matmul's micro-kernels): that
+        # kernel's speed files decide this one's speed too, so they enter its fingerprint.
         list(FIND used_kernels ${dir} seen)
         if(seen EQUAL -1 AND IS_DIRECTORY ${root}/kernels/${dir})
           list(APPEND used_kernels ${dir})
