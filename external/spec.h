@@ -44,8 +44,8 @@ struct ReloadReport {
 // Reads every *.json of `dirs` again. All or nothing: if any file does not parse, or names a
 // built-in kernel, or a kernel another file of this scan or a file loaded before declares,
 // the error names the file and nothing changes. Otherwise new kernels are registered and
-// changed ones replaced (ReplaceKernel: a sweep running on the old spec finishes with it). A
-// file that was removed leaves its kernel registered until the process restarts: its
+// changed ones replaced (ReplaceKernel: a request already holding the old spec finishes with
+// it). A file that was removed leaves its kernel registered until the process restarts: its
 // measurements and tuned rows still name it.
 Result<ReloadReport> ReloadKernelDirs(const std::vector<std::string>& dirs);
 

@@ -144,3 +144,13 @@ if "${remote[@]}" sweep no_such_kernel --server "$url" --token-file "$work/db/to
   echo "sweep of an unknown kernel succeeded"; exit 1
 fi
 grep -q "unknown kernel 'no_such_kernel'" "$work/nosuch.err" && grep -q "kernel" "$work/nosuch.err" || { cat "$work/nosuch.err"; exit 1; }
+# SIGHUP reloads like POST /v1/kernels/reload: a spec added now is served without a restart.
+echo '{"name": "hup_kernel", "parameters": [{"name": "x", "values": [1, 2]}], "dims": [{"name": "n", "max": 64}]}' \
+  >"$work/imported/hup_kernel.json"
+kill -HUP "$daemon_pid"
+for _ in $(seq 100); do
+  curl -fsS "$url/v1/kernels/hup_kernel" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+curl -fsS "$url/v1/kernels/hup_kernel" | grep -q '"name":"hup_kernel"'
+curl -fsS "$url/healthz" | grep -q '"ok"'
