@@ -89,7 +89,7 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
 // Registers `db merge` and `push` (client/results_commands.cc); same convention.
 std::function<int()> RegisterResultsCommands(CLI::App& app, Common& common);
 
-// Registers `import kerneltuner|t4 FILE` and `export kerneltuner|t4|csv` (client/import_commands.cc);
+// Registers `import kerneltuner|t4|clblast FILE` and `export kerneltuner|t4|csv` (client/import_commands.cc);
 // the returned function gives -1 if none of them parsed.
 std::function<int()> RegisterImportCommands(CLI::App& app, Common& common);
 

@@ -1,6 +1,7 @@
-// `blocktune import kerneltuner|t4 FILE`: other tuners' results into a local database, as a
+// `blocktune import kerneltuner|t4|clblast FILE`: other tuners' results into a local database, as a
 // finished exhaustive sweep of an external kernel (external/import.h). The kernel's spec is
-// matched by name among the loaded ones (--kernel-dir) or written into the first --kernel-dir.
+// matched by name among the loaded ones (--kernel-dir), widened if it is an imported one that
+// lacks some of the file's values or its dtype, or written into the first --kernel-dir.
 // `blocktune export kerneltuner|t4|csv --sweep ID`: a stored sweep in those formats.
 #include <unistd.h>
 
@@ -31,7 +32,8 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
   text << in.rdbuf();
   const external::ImportOptions options{a.kernel, a.hardware, a.platform};
   auto set = format == "kerneltuner" ? external::ParseKernelTunerCache(text.str(), options)
-                                     : external::ParseT4(text.str(), options);
+             : format == "t4"        ? external::ParseT4(text.str(), options)
+                                     : external::ParseCLBlast(text.str(), options);
   if (!set) return Fail(kExitFailed, a.file + ": " + set.error().message);
   for (const auto& w : set->warnings) std::fprintf(stderr, "warning: %s: %s\n", a.file.c_str(), w.c_str());
   const KernelSpec* spec = FindKernel(set->kernel);
@@ -52,6 +54,29 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
     if (auto s = RegisterKernel(std::move(*loaded)); !s) return Fail(kExitFailed, s.error().message);
     spec = FindKernel(set->kernel);
     spec_note = "created " + path;
+  } else if (auto match = external::MatchSpec(*spec, *set); !match && spec->runner() != nullptr &&
+                                                              spec->runner()->command.empty() && !spec->source_file().empty()) {
+    // An imported kernel (no runner) of another device or problem: its spec file is widened to
+    // the union of the values and dtypes, if that is all that differs.
+    const std::string path(spec->source_file());
+    std::ifstream sf(path, std::ios::binary);
+    std::ostringstream spec_text;
+    spec_text << sf.rdbuf();
+    auto widened = external::WidenSpecJson(spec_text.str(), *set);
+    if (!widened) return Fail(kExitFailed, path + ": " + widened.error().message);
+    {
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      out << *widened;
+      if (!out.flush()) return Fail(kExitFailed, "cannot write " + path);
+    }
+    auto loaded = external::LoadKernelSpecFile(path);
+    if (!loaded) {
+      std::ofstream(path, std::ios::binary | std::ios::trunc) << spec_text.str();  // put it back as it was
+      return Fail(kExitFailed, loaded.error().message);
+    }
+    if (auto s = ReplaceKernel(std::move(*loaded)); !s) return Fail(kExitFailed, s.error().message);
+    spec = FindKernel(set->kernel);
+    spec_note = "widened " + path;
   }
   auto store = OpenLocalStore(a.db);
   if (!store) return store.error();
@@ -60,6 +85,7 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
   Json outcomes = Json::object();
   for (const auto& [o, n] : summary->by_outcome) outcomes[o] = n;
   Json out{{"kernel", set->kernel},      {"hardware", set->hardware_key}, {"device", set->device},
+           {"dtype", DTypeName(set->dtype)},
            {"bucket", summary->bucket},  {"sweep_id", summary->sweep_id}, {"created", summary->created},
            {"records", summary->records}, {"outcomes", outcomes},          {"spec", spec_note},
            {"warnings", set->warnings}};
@@ -82,8 +108,10 @@ struct ExportArgs {
   std::string out;
 };
 
-// Kernel Tuner's failure marker for a stored outcome (the detail keeps compile_failed).
+// Kernel Tuner's failure marker for a stored outcome. Rows stored before migration 0012 spell
+// compile_failed in an invalid row's detail.
 std::string KernelTunerMarker(const tuner::Measurement& m) {
+  if (m.outcome == tuner::Outcome::kCompileFailed) return "CompilationFailedConfig";
   if (m.outcome == tuner::Outcome::kInvalid) {
     return m.detail.rfind("compile_failed", 0) == 0 ? "CompilationFailedConfig" : "InvalidConfig";
   }
@@ -93,6 +121,7 @@ std::string KernelTunerMarker(const tuner::Measurement& m) {
 std::string T4Invalidity(const tuner::Measurement& m) {
   switch (m.outcome) {
     case tuner::Outcome::kOk: return "correct";
+    case tuner::Outcome::kCompileFailed: return "compile";
     case tuner::Outcome::kInvalid: return m.detail.rfind("compile_failed", 0) == 0 ? "compile" : "constraints";
     case tuner::Outcome::kWrongResult:
     case tuner::Outcome::kNan: return "correctness";
@@ -229,7 +258,9 @@ std::function<int()> RegisterImportCommands(CLI::App& app, Common& common) {
   std::vector<std::pair<std::string, CLI::App*>> formats;
   for (const auto& [name, help] : std::vector<std::pair<std::string, std::string>>{
            {"kerneltuner", "a Kernel Tuner cache file (.json; both layouts; a truncated cache is read as far as it is valid)"},
-           {"t4", "T4 JSON (results with configuration, invalidity, measurements)"}}) {
+           {"t4", "T4 JSON (results with configuration, invalidity, measurements)"},
+           {"clblast", "the JSON a CLBlast tuner writes (clblast_xgemm_1_32.json: only configs that passed; the device "
+                       "key is opencl.VENDOR.DEVICE, the dtype from its precision)"}}) {
     auto* cmd = import_cmd->add_subcommand(name, help);
     AddCommon(cmd, common, false);
     cmd->add_option("file", args->file, "the file to import")->required();
@@ -237,7 +268,8 @@ std::function<int()> RegisterImportCommands(CLI::App& app, Common& common) {
     cmd->add_option("--kernel", args->kernel, "kernel name in blocktune (default: the file's kernel name)");
     cmd->add_option("--hardware", args->hardware,
                     "hardware key to file the results under (default: from the device name, e.g. cuda.nvidia.geforce_rtx_2080_ti)");
-    cmd->add_option("--platform", args->platform, "first component of the derived key (default: cuda, hip or opencl by vendor)");
+    cmd->add_option("--platform", args->platform,
+                    "first component of the derived key (default: cuda, hip or opencl by vendor; opencl for CLBlast)");
     formats.emplace_back(name, cmd);
   }
   auto* export_cmd = app.add_subcommand(

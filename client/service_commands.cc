@@ -10,6 +10,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -128,7 +129,10 @@ Result<std::pair<int, int>> ParseShard(const std::string& text) {
   return std::pair<int, int>(v[0], v[1]);
 }
 
-Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
+// The request body from the flags. Nothing here needs the kernel's spec: a remote sweep is
+// validated by the daemon, against the kernels it loaded (its --kernel-dir, not this CLI's),
+// and its error names the field.
+Result<Json> SweepBody(const SweepArgs& a) {
   Json shapes = Json::array();
   for (const auto& s : a.shapes) {
     auto dims = ParseShape(s);
@@ -146,10 +150,17 @@ Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
   r.budget_seconds = a.budget_seconds;
   r.seed = static_cast<uint64_t>(a.seed);
   r.isa = a.isa == "portable" ? "base" : a.isa;
-  // Through the codec's decoder, so the CLI validates exactly what the server would.
   Json body = wire::EncodeSweepRequest(r);
   body["shapes"] = shapes;
-  return wire::DecodeSweepRequest(body, wire::Limits{});
+  return body;
+}
+
+// The request for a sweep run here (--local): through the codec's decoder, so it is validated
+// exactly as the server would, against this CLI's kernels (built in and --kernel-dir).
+Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
+  auto body = SweepBody(a);
+  if (!body) return std::unexpected(body.error());
+  return wire::DecodeSweepRequest(*body, wire::Limits{});
 }
 
 int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest& request) {
@@ -197,16 +208,18 @@ int RunSweepFromMisses(const Common& c, const SweepArgs& a);
 int RunSweep(const Common& c, const SweepArgs& a) {
   if (a.from_misses) return RunSweepFromMisses(c, a);
   if (a.kernel.empty() || a.shapes.empty()) return Fail(kExitUsage, "sweep needs KERNEL and --shape (or --from-misses)");
-  auto request = BuildSweep(a);
-  if (!request) return Fail(kExitUsage, request.error().ToString());
-  if (!a.shard.empty()) {
-    if (!a.local) return Fail(kExitUsage, "--shard runs a slice of the plan on this machine: add --local (and --db)");
-    auto shard = ParseShard(a.shard);
-    if (!shard) return Fail(kExitUsage, shard.error().message);
-    request->shard_index = shard->first;
-    request->shard_count = shard->second;
+  if (!a.shard.empty() && !a.local) {
+    return Fail(kExitUsage, "--shard runs a slice of the plan on this machine: add --local (and --db)");
   }
   if (a.local) {
+    auto request = BuildSweep(a);
+    if (!request) return Fail(kExitUsage, request.error().ToString());
+    if (!a.shard.empty()) {
+      auto shard = ParseShard(a.shard);
+      if (!shard) return Fail(kExitUsage, shard.error().message);
+      request->shard_index = shard->first;
+      request->shard_count = shard->second;
+    }
     // Before the service detects the host: its hardware key and every worker it starts then
     // carry the forced level.
     if (!a.isa.empty()) {
@@ -215,8 +228,10 @@ int RunSweep(const Common& c, const SweepArgs& a) {
     return RunSweepLocal(c, a, *request);
   }
 
+  auto body = SweepBody(a);
+  if (!body) return Fail(kExitUsage, body.error().ToString());
   CallOptions o;
-  o.body = wire::Dump(wire::EncodeSweepRequest(*request));
+  o.body = wire::Dump(*body);
   o.idempotency_key = a.idempotency_key;
   auto created = Call(c, To(Op::kCreateSweep), o);
   if (!created) return created.error();
@@ -324,9 +339,18 @@ int RunSweepFromMisses(const Common& c, const SweepArgs& a) {
     }
     return t >= 1 && t <= 256 ? t : 0;
   };
+  // Misses of kernels the daemon still serves (its registry, not this CLI's).
+  auto listed = Call(c, To(Op::kListKernels));
+  if (!listed) return listed.error();
+  std::set<std::string> served;
+  if (listed->body.contains("kernels") && listed->body["kernels"].is_array()) {
+    for (const auto& k : listed->body["kernels"]) {
+      if (k.is_object() && k.contains("name") && k["name"].is_string()) served.insert(k["name"].get<std::string>());
+    }
+  }
   auto misses = FetchMisses(c, a.kernel, prefix, a.top, [&](const server::MissView& v) {
     return threads_of(v.miss.counts.hardware_key) > 0 && v.current != tables::Source::kTuned &&
-           v.current != tables::Source::kOverride && FindKernel(v.miss.counts.kernel) != nullptr;
+           v.current != tables::Source::kOverride && served.count(v.miss.counts.kernel) > 0;
   });
   if (!misses) return misses.error();
   if (misses->empty()) {
@@ -366,10 +390,10 @@ int RunSweepFromMisses(const Common& c, const SweepArgs& a) {
     one.threads = g.threads;
     one.shapes.clear();
     for (const auto& s : g.shapes) one.shapes.push_back(s.ToString());
-    auto request = BuildSweep(one);
-    if (!request) return Fail(kExitUsage, request.error().ToString());
+    auto body = SweepBody(one);
+    if (!body) return Fail(kExitUsage, body.error().ToString());
     CallOptions o;
-    o.body = wire::Dump(wire::EncodeSweepRequest(*request));
+    o.body = wire::Dump(*body);
     if (!a.idempotency_key.empty()) o.idempotency_key = a.idempotency_key + "-" + std::to_string(i + 1);
     auto got = Call(c, To(Op::kCreateSweep), o);
     if (!got) return got.error();
@@ -744,10 +768,14 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   lookup_cmd->add_option("--config", lookup->config, "your own config, validated and echoed (source explicit)");
   lookup_cmd->add_option("--batch", lookup->batch, "JSON file {\"queries\": [...]}: one request for many lookups");
 
-  auto* kernels_cmd = app.add_subcommand("kernels", "list kernels, or describe one");
+  auto* kernels_cmd = app.add_subcommand("kernels", "list kernels, or describe one, or have the server reload them");
   AddCommon(kernels_cmd, common, true);
   auto kernel_name = std::make_shared<std::string>();
+  auto reload = std::make_shared<bool>(false);
   kernels_cmd->add_option("name", *kernel_name, "kernel to describe");
+  kernels_cmd->add_flag("--reload", *reload,
+                        "have the server read its --kernel-dir folders and tuned rows again (after `blocktune import` "
+                        "into its database, or an edited spec); POST /v1/kernels/reload, needs the token");
 
   auto* hardware_cmd = app.add_subcommand("hardware", "hardware profiles known to the database and this host's");
   AddCommon(hardware_cmd, common, true);
@@ -827,7 +855,13 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
     }
     if (meas_cmd->parsed()) return RunMeasurements(common, *sweeps);
     if (lookup_cmd->parsed()) return RunLookup(common, *lookup);
-    if (kernels_cmd->parsed()) return Show(common, kernel_name->empty() ? To(Op::kListKernels) : To(Op::kGetKernel, {*kernel_name}));
+    if (kernels_cmd->parsed()) {
+      if (*reload) {
+        if (!kernel_name->empty()) return Fail(kExitUsage, "kernels --reload takes no kernel name");
+        return Show(common, To(Op::kReloadKernels));
+      }
+      return Show(common, kernel_name->empty() ? To(Op::kListKernels) : To(Op::kGetKernel, {*kernel_name}));
+    }
     if (hardware_cmd->parsed()) {
       return Show(common, *host_only ? To(Op::kGetHostHardware, {}, {{"threads", std::to_string(*host_threads)}})
                                    : To(Op::kListHardware));

@@ -1,7 +1,8 @@
-// Kernel Tuner and T4 importers and the store side of an import; see import.h.
+// Kernel Tuner, T4 and CLBlast importers and the store side of an import; see import.h.
 #include "external/import.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <map>
@@ -119,10 +120,10 @@ class ParamCoder {
 std::optional<std::pair<Outcome, std::string>> KernelTunerFailure(const std::string& marker) {
   if (marker == "InvalidConfig") return std::pair{Outcome::kInvalid, std::string("InvalidConfig (Kernel Tuner)")};
   if (marker == "CompilationFailedConfig") {
-    return std::pair{Outcome::kInvalid, std::string("compile_failed: CompilationFailedConfig (Kernel Tuner)")};
+    return std::pair{Outcome::kCompileFailed, std::string("CompilationFailedConfig (Kernel Tuner)")};
   }
   if (marker == "RuntimeFailedConfig") {
-    return std::pair{Outcome::kCrashed, std::string("runtime_failed: RuntimeFailedConfig (Kernel Tuner)")};
+    return std::pair{Outcome::kRuntimeFailed, std::string("RuntimeFailedConfig (Kernel Tuner)")};
   }
   return std::nullopt;
 }
@@ -226,9 +227,21 @@ Result<json> ReadTruncatedCache(const std::string& text, std::vector<std::string
   return doc;
 }
 
+// The vendor component of a key from a slugged vendor or device name; "unknown" if none fits.
+std::string VendorOf(const std::string& slug) {
+  for (const auto& [needle, v] : std::vector<std::pair<std::string, std::string>>{
+           {"nvidia", "nvidia"}, {"geforce", "nvidia"}, {"tesla", "nvidia"}, {"quadro", "nvidia"},
+           {"advanced_micro_devices", "amd"}, {"amd", "amd"}, {"radeon", "amd"}, {"instinct", "amd"},
+           {"intel", "intel"}, {"apple", "apple"}, {"qualcomm", "qualcomm"}, {"adreno", "qualcomm"},
+           {"mali", "arm"}}) {
+    if (slug.find(needle) != std::string::npos) return v;
+  }
+  return "unknown";
+}
+
 }  // namespace
 
-std::string DeviceHardwareKey(const std::string& device, const std::string& platform) {
+std::string DeviceHardwareKey(const std::string& device, const std::string& platform, const std::string& vendor_name) {
   // Already a key (a file blocktune exported): kept as it is.
   const bool keyish = std::count(device.begin(), device.end(), '.') >= 1 &&
                       std::all_of(device.begin(), device.end(), [](char c) {
@@ -237,15 +250,8 @@ std::string DeviceHardwareKey(const std::string& device, const std::string& plat
                       });
   if (keyish && platform.empty()) return device;
   std::string slug = Slug(device);
-  std::string vendor = "unknown";
-  for (const auto& [needle, v] : std::vector<std::pair<std::string, std::string>>{
-           {"nvidia", "nvidia"}, {"geforce", "nvidia"}, {"tesla", "nvidia"}, {"quadro", "nvidia"},
-           {"amd", "amd"}, {"radeon", "amd"}, {"instinct", "amd"}, {"intel", "intel"}, {"apple", "apple"}}) {
-    if (slug.find(needle) != std::string::npos) {
-      vendor = v;
-      break;
-    }
-  }
+  std::string vendor = vendor_name.empty() ? "unknown" : VendorOf(Slug(vendor_name));
+  if (vendor == "unknown") vendor = VendorOf(slug);
   if (slug.rfind(vendor + "_", 0) == 0) slug = slug.substr(vendor.size() + 1);
   std::string p = platform;
   if (p.empty()) p = vendor == "nvidia" ? "cuda" : vendor == "amd" ? "hip" : "opencl";
@@ -311,10 +317,10 @@ Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportO
     std::optional<std::pair<Outcome, std::string>> failure;
     if (e.contains("__error__") && e["__error__"].is_string()) {
       failure = KernelTunerFailure(e["__error__"].get<std::string>());
-      if (!failure) failure = std::pair{Outcome::kCrashed, "runtime_failed: " + e["__error__"].get<std::string>()};
+      if (!failure) failure = std::pair{Outcome::kRuntimeFailed, e["__error__"].get<std::string>().substr(0, 200) + " (Kernel Tuner)"};
     } else if (e.contains(objective) && e[objective].is_string()) {
       failure = KernelTunerFailure(e[objective].get<std::string>());
-      if (!failure) failure = std::pair{Outcome::kCrashed, "runtime_failed: " + e[objective].get<std::string>()};
+      if (!failure) failure = std::pair{Outcome::kRuntimeFailed, e[objective].get<std::string>().substr(0, 200) + " (Kernel Tuner)"};
     }
     if (failure) {
       r.outcome = failure->first;
@@ -412,11 +418,11 @@ Result<ImportedSet> ParseT4(const std::string& text, const ImportOptions& option
         rec.detail = "no time measurement in the imported record";
       }
     } else if (invalidity == "compile") {
-      rec.outcome = Outcome::kInvalid;
-      rec.detail = "compile_failed: T4 invalidity compile";
+      rec.outcome = Outcome::kCompileFailed;
+      rec.detail = "T4 invalidity compile";
     } else if (invalidity == "runtime") {
-      rec.outcome = Outcome::kCrashed;
-      rec.detail = "runtime_failed: T4 invalidity runtime";
+      rec.outcome = Outcome::kRuntimeFailed;
+      rec.detail = "T4 invalidity runtime";
     } else if (invalidity == "correctness") {
       rec.outcome = Outcome::kWrongResult;
       rec.detail = "wrong_result: T4 invalidity correctness";
@@ -426,6 +432,153 @@ Result<ImportedSet> ParseT4(const std::string& text, const ImportOptions& option
     } else {
       rec.outcome = Outcome::kInvalid;
       rec.detail = "T4 invalidity " + invalidity.substr(0, 64);
+    }
+    set.records.push_back(std::move(rec));
+  }
+  for (const auto& c : coders) set.params.push_back(c.param());
+  return set;
+}
+
+namespace {
+
+// A metadata field of a CLBlast file: the tuner writes every one as a JSON string ("1024").
+std::string MetaString(const json& doc, const char* key) {
+  if (!doc.contains(key)) return {};
+  const json& v = doc[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number()) return v.dump();
+  return {};
+}
+
+// CLBlast's precision codes (its Precision enum: the bits of one element, twice for complex).
+std::optional<DType> CLBlastDType(const std::string& precision) {
+  if (precision == "32") return DType::kF32;
+  if (precision == "16") return DType::kF16;
+  if (precision == "64") return DType::kF64;
+  if (precision == "3232") return DType::kC64;
+  if (precision == "6464") return DType::kC128;
+  return std::nullopt;
+}
+
+}  // namespace
+
+Result<ImportedSet> ParseCLBlast(const std::string& text, const ImportOptions& options) {
+  ImportedSet set;
+  set.format = "clblast";
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("results") || !doc["results"].is_array()) {
+    return InvalidArgument("not a CLBlast tuner file: no \"results\" array", "results");
+  }
+  const std::string family = MetaString(doc, "kernel_family");
+  if (family.empty()) return InvalidArgument("not a CLBlast tuner file: no \"kernel_family\"", "kernel_family");
+  const std::string precision = MetaString(doc, "precision");
+  const auto dtype = CLBlastDType(precision);
+  if (!dtype) {
+    return InvalidArgument("precision '" + precision.substr(0, 16) + "' is not one of CLBlast's 16, 32, 64, 3232, 6464",
+                           "precision");
+  }
+  set.dtype = *dtype;
+  // The variant stays in the name (xgemm_1, xgemm_2): CLBlast's variants search different
+  // value ranges of the same parameters, and a spec holds one space.
+  set.kernel = KernelName(options.kernel.empty() ? family : options.kernel);
+  // CLBlast's own device name (the board name on AMD, where the OpenCL name is a code name like
+  // "gfx906") when the file has it, else OpenCL's; the vendor from the vendor fields.
+  std::string name = MetaString(doc, "clblast_device_name");
+  if (name.empty()) name = MetaString(doc, "device");
+  if (name.empty()) name = "unknown device";
+  set.device = name;
+  std::string vendor = MetaString(doc, "clblast_device_vendor");
+  if (vendor.empty()) vendor = MetaString(doc, "device_vendor");
+  set.hardware_key = options.hardware_key.empty() ? DeviceHardwareKey(name, options.platform.empty() ? "opencl" : options.platform, vendor)
+                                                  : options.hardware_key;
+  // Problem size: the tuner's size arguments; alpha and beta are scalars, kept in the context.
+  for (const auto& [key, dim] : std::vector<std::pair<const char*, const char*>>{
+           {"arg_m", "m"}, {"arg_n", "n"}, {"arg_k", "k"}, {"arg_batch_count", "batch_count"}}) {
+    const std::string v = MetaString(doc, key);
+    if (v.empty()) continue;
+    int64_t size = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), size);
+    if (ec != std::errc() || end != v.data() + v.size() || size < 1) {
+      return InvalidArgument(std::string(key) + " '" + v.substr(0, 32) + "' is not a positive integer", key);
+    }
+    set.problem.Set(dim, size);
+  }
+  if (set.problem.empty()) set.problem.Set("size_x", 1);
+  set.context = "CLBlast " + family + " precision " + precision;
+  for (const char* key : {"arg_alpha", "arg_beta", "device_type", "device_compute_units", "device_core_clock"}) {
+    const std::string v = MetaString(doc, key);
+    if (!v.empty()) set.context += std::string(", ") + key + "=" + v.substr(0, 64);
+  }
+  // Parameters: the union of the results' keys but PRECISION (the tuner adds it to every result;
+  // it is the file's precision, the dtype here), values collected.
+  std::vector<std::string> names;
+  std::map<std::string, json> declared;
+  std::string kernel_seen;
+  for (size_t i = 0; i < doc["results"].size(); ++i) {
+    const json& r = doc["results"][i];
+    if (!r.is_object() || !r.contains("parameters") || !r["parameters"].is_object()) continue;
+    for (const auto& [k, v] : r["parameters"].items()) {
+      if (k == "PRECISION") {
+        if (v.dump() != precision) {
+          set.warnings.push_back("results[" + std::to_string(i) + "]: PRECISION " + v.dump().substr(0, 16) +
+                                 " is not the file's precision " + precision);
+        }
+        continue;
+      }
+      if (!declared.count(k)) {
+        names.push_back(k);
+        declared[k] = json::array();
+      }
+      if (std::find(declared[k].begin(), declared[k].end(), v) == declared[k].end()) declared[k].push_back(v);
+    }
+    const std::string kernel = r.value("kernel", std::string());
+    if (kernel_seen.empty()) kernel_seen = kernel;
+    if (kernel != kernel_seen) {
+      set.warnings.push_back("results[" + std::to_string(i) + "]: kernel " + kernel.substr(0, 64) + " is not " +
+                             kernel_seen.substr(0, 64) + "; its record is filed with the others");
+    }
+  }
+  if (names.empty()) return InvalidArgument("CLBlast results without parameters", "results");
+  if (!kernel_seen.empty()) set.context += ", OpenCL kernel " + kernel_seen.substr(0, 64);
+  std::vector<ParamCoder> coders;
+  for (const auto& n : names) coders.emplace_back(n, declared[n]);
+  std::set<std::string> seen;
+  for (size_t i = 0; i < doc["results"].size(); ++i) {
+    if (set.records.size() >= kMaxRecords) return InvalidArgument("more than 2000000 records", "results");
+    const json& r = doc["results"][i];
+    const std::string where = "results[" + std::to_string(i) + "]";
+    if (!r.is_object() || !r.contains("parameters") || !r["parameters"].is_object()) {
+      set.warnings.push_back(where + " has no parameters; skipped");
+      continue;
+    }
+    ImportedRecord rec;
+    bool ok = true;
+    for (const auto& c : coders) {
+      const auto code = r["parameters"].contains(c.param().name) ? c.Code(r["parameters"][c.param().name]) : std::nullopt;
+      if (!code) {
+        set.warnings.push_back(where + ": " + c.param().name + " missing or not an integer; skipped");
+        ok = false;
+        break;
+      }
+      rec.config.Set(c.param().name, *code);
+    }
+    if (!ok) continue;
+    if (!seen.insert(rec.config.ToString()).second) {
+      set.warnings.push_back(where + " repeats config " + rec.config.ToString() + "; the first is kept");
+      continue;
+    }
+    // "time" is milliseconds, the minimum of the tuner's runs, printed with 3 decimals.
+    const json t = r.contains("time") ? r["time"] : json();
+    if (!t.is_number() || !std::isfinite(t.get<double>()) || t.get<double>() < 0) {
+      rec.outcome = Outcome::kInvalid;
+      rec.detail = "no time in the imported record";
+    } else if (t.get<double>() == 0) {
+      // A kernel under 0.5 us prints as 0.000: measured, but with no usable number.
+      rec.outcome = Outcome::kUnstable;
+      rec.detail = "time 0.000 ms: below the file's resolution (CLBlast prints 3 decimals of a millisecond)";
+    } else {
+      rec.samples_ns.push_back(t.get<double>() * 1e6);
+      rec.detail = "CLBlast tuner: the best of its runs; it matched CLBlast's reference";
     }
     set.records.push_back(std::move(rec));
   }
@@ -454,12 +607,13 @@ std::string SpecJsonFor(const ImportedSet& set) {
   for (const auto& [n, v] : set.problem.values()) {
     dims.push_back({{"name", n}, {"rounding", "exact"}, {"min", 1}, {"max", int64_t{1} << 40}});
   }
+  std::string description = "imported from " + set.format + " results for " + set.device;
+  if (!set.context.empty()) description += " (" + set.context + ")";
   return json{{"name", set.kernel},
-              {"description", "imported from " + set.format + " results for " + set.device +
-                                  "; no runner: add one to sweep it with blocktune"},
+              {"description", description.substr(0, 900) + "; no runner: add one to sweep it with blocktune"},
               {"parameters", params},
               {"dims", dims},
-              {"dtypes", {"f32"}}}
+              {"dtypes", {DTypeName(set.dtype)}}}
              .dump(2) + "\n";
 }
 
@@ -476,10 +630,56 @@ Status MatchSpec(const KernelSpec& spec, const ImportedSet& set) {
       }
     }
   }
-  if (auto s = spec.ValidateProblem(Problem{DType::kF32, set.problem}); !s) {
+  if (auto s = spec.ValidateProblem(Problem{set.dtype, set.problem}); !s) {
     return InvalidArgument("kernel " + set.kernel + ": problem " + set.problem.ToString() + ": " + s.error().message, "kernel");
   }
   return {};
+}
+
+Result<std::string> WidenSpecJson(const std::string& spec_text, const ImportedSet& set) {
+  json j = json::parse(spec_text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return InvalidArgument("kernel " + set.kernel + ": its spec is not a JSON object", "kernel");
+  if (j.contains("runner")) {
+    return InvalidArgument("kernel " + set.kernel + " has a runner: its values are its author's; pass --kernel to import under a new name",
+                           "kernel");
+  }
+  if (!j.contains("parameters") || !j["parameters"].is_array() || j["parameters"].size() != set.params.size()) {
+    return InvalidArgument("kernel " + set.kernel + " exists with other parameters; pass --kernel to import under a new name", "kernel");
+  }
+  for (const auto& p : set.params) {
+    if (!p.labels.empty()) {
+      return InvalidArgument("kernel " + set.kernel + ": " + p.name + " has non-integer values; pass --kernel to import under a new name",
+                             "kernel");
+    }
+    json* target = nullptr;
+    for (auto& sp : j["parameters"]) {
+      if (sp.is_object() && sp.value("name", std::string()) == p.name) target = &sp;
+    }
+    if (target == nullptr || !(*target).contains("values") || !(*target)["values"].is_array()) {
+      return InvalidArgument("kernel " + set.kernel + " has no parameter " + p.name + "; pass --kernel to import under a new name", "kernel");
+    }
+    std::set<int64_t> values(p.values.begin(), p.values.end());
+    for (const auto& v : (*target)["values"]) {
+      if (!v.is_number_integer()) return InvalidArgument("kernel " + set.kernel + ": " + p.name + " has non-integer values", "kernel");
+      values.insert(v.get<int64_t>());
+    }
+    (*target)["values"] = std::vector<int64_t>(values.begin(), values.end());
+  }
+  json dims = json::array();
+  if (j.contains("dims") && j["dims"].is_array()) dims = j["dims"];
+  if (dims.size() != set.problem.values().size()) {
+    return InvalidArgument("kernel " + set.kernel + " exists with other dims; pass --kernel to import under a new name", "kernel");
+  }
+  for (const auto& [n, v] : set.problem.values()) {
+    bool found = false;
+    for (const auto& d : dims) found |= d.is_object() && d.value("name", std::string()) == n;
+    if (!found) return InvalidArgument("kernel " + set.kernel + " has no dim " + n + "; pass --kernel to import under a new name", "kernel");
+  }
+  json dtypes = j.contains("dtypes") && j["dtypes"].is_array() ? j["dtypes"] : json::array({"f32"});
+  const std::string dtype(DTypeName(set.dtype));
+  if (std::find(dtypes.begin(), dtypes.end(), json(dtype)) == dtypes.end()) dtypes.push_back(dtype);
+  j["dtypes"] = dtypes;
+  return j.dump(2) + "\n";
 }
 
 namespace {
@@ -495,10 +695,12 @@ uint64_t Fnv1a(const std::string& s) {
 Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, const ImportedSet& set) {
   if (auto s = MatchSpec(spec, set); !s) return std::unexpected(s.error());
   if (set.records.empty()) return InvalidArgument("no records to import", "records");
-  const Problem problem{DType::kF32, set.problem};
+  const Problem problem{set.dtype, set.problem};
   const auto [bucket, rep] = spec.Bucket(problem);
-  // What makes an import the same import: kernel, device key, bucket and every record.
+  // What makes an import the same import: kernel, device key, dtype, bucket and every record.
+  // (f32 is left out so imports made before there was a choice keep their key.)
   std::string canonical = set.format + "|" + set.kernel + "|" + set.hardware_key + "|" + bucket;
+  if (set.dtype != DType::kF32) canonical += "|" + std::string(DTypeName(set.dtype));
   for (const auto& r : set.records) {
     canonical += "|" + r.config.ToString() + ":" + std::string(tuner::OutcomeName(r.outcome));
     for (double x : r.samples_ns) {
@@ -522,7 +724,7 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
 
   tuner::SweepRequest request;
   request.kernel = set.kernel;
-  request.dtype = DType::kF32;
+  request.dtype = set.dtype;
   request.shapes = {set.problem};
   request.strategy = tuner::Strategy::kExhaustive;
   const store::TaskPlan plan{bucket, set.problem, static_cast<int64_t>(set.records.size())};
@@ -570,7 +772,7 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
     tuner::TunedEntry e;
     e.kernel = set.kernel;
     e.hardware_key = set.hardware_key;
-    e.dtype = DType::kF32;
+    e.dtype = set.dtype;
     e.bucket = bucket;
     e.bucket_version = spec.bucket_version();
     e.config = best->config;

@@ -1,6 +1,7 @@
 // Importing other tuners' results (docs/external-kernels.md#import): Kernel Tuner cache files
 // (both layouts: failure markers in the objective field, as releases before 1.0 write them, and
-// under "__error__"; a truncated cache is read as far as it is valid) and T4 JSON. Every record
+// under "__error__"; a truncated cache is read as far as it is valid), T4 JSON and the JSON the
+// CLBlast tuners write (clblast_xgemm_1_32.json). Every record
 // is kept: failures become outcomes, times become samples; the device becomes a hardware key
 // (cuda.nvidia.geforce_rtx_2080_ti) and the problem size a bucket of a spec that is created
 // (written to a kernel folder) or matched. Storing is idempotent: the same records again find
@@ -32,19 +33,24 @@ struct ImportedRecord {
 };
 
 struct ImportedSet {
-  std::string format;        // "kerneltuner", "t4"
+  std::string format;        // "kerneltuner", "t4", "clblast"
   std::string kernel;        // blocktune kernel name
+  DType dtype = DType::kF32; // CLBlast files name their precision; the others are f32
   std::string device;        // as the file names it
   std::string hardware_key;  // DeviceHardwareKey(device) unless given
   std::vector<ImportedParam> params;
   NamedInts problem;         // dims: size_x, size_y, ... from the problem size
   std::vector<ImportedRecord> records;
   std::vector<std::string> warnings;  // truncated file, duplicate records, ...
+  std::string context;       // more about the source for a created spec's description
 };
 
 // "NVIDIA GeForce RTX 2080 Ti" -> "cuda.nvidia.geforce_rtx_2080_ti" (platform from the vendor:
-// cuda for NVIDIA, hip for AMD, else opencl, unless `platform` is given).
-std::string DeviceHardwareKey(const std::string& device, const std::string& platform = {});
+// cuda for NVIDIA, hip for AMD, else opencl, unless `platform` is given). `vendor`, when the
+// source names it apart from the device ("Advanced Micro Devices, Inc.", "NVIDIA
+// Corporation"), decides the vendor component; else it is found in the device name.
+std::string DeviceHardwareKey(const std::string& device, const std::string& platform = {},
+                              const std::string& vendor = {});
 
 struct ImportOptions {
   std::string kernel;        // override the file's kernel name
@@ -54,12 +60,23 @@ struct ImportOptions {
 
 Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportOptions& options);
 Result<ImportedSet> ParseT4(const std::string& text, const ImportOptions& options);
+// The JSON a CLBlast tuner writes: device fields, kernel_family, precision, arg_m/arg_n/arg_k/
+// arg_batch_count (the dims), and "results" [{"kernel", "time" (ms, the best of its runs),
+// "parameters"}]. CLBlast writes only configs that compiled, ran and matched its reference:
+// every record is ok, and the configs it skipped are not in the file.
+Result<ImportedSet> ParseCLBlast(const std::string& text, const ImportOptions& options);
 
 // A spec for an imported kernel: its parameters and values, one exact-rounded dim per problem
 // size component, no runner (add one to sweep it here).
 std::string SpecJsonFor(const ImportedSet& set);
 // Checks that `spec` can hold the set's records (same parameters, dims, values).
 Status MatchSpec(const KernelSpec& spec, const ImportedSet& set);
+// The text of an imported kernel's spec file (one without a runner) widened to hold the set as
+// well: each parameter's values and the dtypes become the unions. The same CLBlast kernel tuned
+// on a second device usually passes other values (its limits differ), and a Kernel Tuner cache of
+// another problem size other configs. An error if the spec has a runner (its values are the
+// author's), or the parameters differ in names or are categorical labels, or the dims differ.
+Result<std::string> WidenSpecJson(const std::string& spec_text, const ImportedSet& set);
 
 struct ImportSummary {
   int64_t sweep_id = 0;

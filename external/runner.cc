@@ -333,11 +333,11 @@ bool Interpret(const json& body, Measurement& m) {
       m.outcome = Outcome::kInvalid;
       m.detail = message.empty() ? "the runner rejected the config" : message;
     } else if (o == "compile_failed") {
-      m.outcome = Outcome::kInvalid;
-      m.detail = "compile_failed: " + message;
+      m.outcome = Outcome::kCompileFailed;
+      m.detail = message.empty() ? "the runner reports a compile failure" : message;
     } else if (o == "runtime_failed") {
-      m.outcome = Outcome::kCrashed;
-      m.detail = "runtime_failed: " + message;
+      m.outcome = Outcome::kRuntimeFailed;
+      m.detail = message.empty() ? "the runner reports a runtime failure" : message;
     } else if (o == "wrong_result") {
       m.outcome = Outcome::kWrongResult;
       m.detail = "wrong_result: " + message;
@@ -444,8 +444,14 @@ class Runners final : public tuner::RunnerMeasurer {
       return false;
     }
     const bool measured = Interpret(a.body, m);
-    if (!measured && m.outcome != Outcome::kInvalid && m.outcome != Outcome::kWrongResult) {
-      if (m.outcome == Outcome::kCrashed || m.outcome == Outcome::kWorkerLost) m.detail += proc.LogSuffix();
+    // A config the runner rejected, could not compile or found wrong leaves it in a known state;
+    // after a runtime failure (a failed launch can poison a GPU context) or anything worse the
+    // runner is replaced.
+    if (!measured && m.outcome != Outcome::kInvalid && m.outcome != Outcome::kWrongResult &&
+        m.outcome != Outcome::kCompileFailed) {
+      if (m.outcome == Outcome::kCrashed || m.outcome == Outcome::kWorkerLost || m.outcome == Outcome::kRuntimeFailed) {
+        m.detail += proc.LogSuffix();
+      }
       proc.Kill();  // a runner that failed a config otherwise may be in any state
     } else if (!spec.persistent) {
       proc.Finish();

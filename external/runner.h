@@ -8,15 +8,16 @@
 // The runner's stdout and stderr go to a pipe kept as a capped log (the last kLogTailBytes are
 // appended to a failed config's detail). What blocktune records:
 //   times_ms                 ok (unstable if the spread stays above max_cv after the retries)
-//   invalid / compile_failed invalid      (detail "compile_failed: <message>")
-//   runtime_failed           crashed      (detail "runtime_failed: <message>")
+//   invalid                  invalid
+//   compile_failed           compile_failed (detail: the message)
+//   runtime_failed           runtime_failed (detail: the message and the log's tail)
 //   wrong_result             wrong_result (correctness is the runner's to check)
 //   the runner exits or is killed before answering        crashed (exit status or signal)
 //   anything else on fd 3 (not JSON, wrong fields, > 1 MiB) worker_lost ("runner protocol error")
 //   no answer within the timeout                          timeout (the runner is SIGKILLed)
-// A runner that failed a config in any way but invalid / wrong_result is replaced before the
-// next config. runner.persistent (default true) keeps one process for many configs; false
-// starts one per config and closes its stdin after the one request line.
+// A runner that failed a config in any way but invalid / compile_failed / wrong_result is
+// replaced before the next config. runner.persistent (default true) keeps one process for many
+// configs; false starts one per config and closes its stdin after the one request line.
 #pragma once
 
 #include <memory>

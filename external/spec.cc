@@ -340,7 +340,7 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
       auto s = GetString(ctx, j["dtypes"][i], path, 16);
       if (!s) return std::unexpected(s.error());
       auto d = ParseDType(*s);
-      if (!d) return ctx.Bad(path, "unknown dtype '" + *s + "' (f32, bf16)");
+      if (!d) return ctx.Bad(path, "unknown dtype '" + *s + "' (f32, bf16, f16, f64, c64, c128)");
       if (std::find(spec->dtypes_.begin(), spec->dtypes_.end(), *d) == spec->dtypes_.end()) spec->dtypes_.push_back(*d);
     }
   } else {
@@ -463,6 +463,51 @@ Result<std::vector<std::string>> LoadKernelDir(const std::string& dir) {
     }
   }
   return names;
+}
+
+Result<ReloadReport> ReloadKernelDirs(const std::vector<std::string>& dirs) {
+  namespace fs = std::filesystem;
+  std::vector<std::unique_ptr<ExternalKernelSpec>> fresh;
+  std::set<std::string> names;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) return NotFound("--kernel-dir " + dir + ": not a directory", "kernel_dir");
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".json" && e.is_regular_file()) files.push_back(e.path().string());
+    }
+    if (ec) return NotFound("--kernel-dir " + dir + ": " + ec.message(), "kernel_dir");
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      auto spec = LoadKernelSpecFile(f);
+      if (!spec) return InvalidArgument(spec.error().message, f);
+      const std::string name((*spec)->name());
+      if (!names.insert(name).second) return InvalidArgument(f + ": kernel '" + name + "' is declared twice", f);
+      const KernelSpec* old = FindKernel(name);
+      if (old != nullptr && old->source_file() != (*spec)->source_file()) {
+        return InvalidArgument(f + ": kernel '" + name + "' is already registered" +
+                                   (old->source_file().empty() ? " (built in)" : " (" + std::string(old->source_file()) + ")"),
+                               f);
+      }
+      fresh.push_back(std::move(*spec));
+    }
+  }
+  tuner::SetRunnerMeasurerFactory(&MakeRunnerMeasurer);
+  ReloadReport report;
+  for (auto& spec : fresh) {
+    const std::string name(spec->name());
+    const auto* old = dynamic_cast<const ExternalKernelSpec*>(FindKernel(name));
+    if (old == nullptr) {
+      if (auto s = RegisterKernel(std::move(spec)); !s) return std::unexpected(s.error());
+      report.added.push_back(name);
+    } else if (old->spec_json() != spec->spec_json() || old->source_file() != spec->source_file()) {
+      if (auto s = ReplaceKernel(std::move(spec)); !s) return std::unexpected(s.error());
+      report.replaced.push_back(name);
+    } else {
+      ++report.unchanged;
+    }
+  }
+  return report;
 }
 
 Result<std::vector<std::string>> LoadKernelDirs(const std::vector<std::string>& dirs) {

@@ -35,6 +35,20 @@ Result<std::vector<std::string>> LoadKernelDir(const std::string& dir);
 // LoadKernelDir for each directory in turn.
 Result<std::vector<std::string>> LoadKernelDirs(const std::vector<std::string>& dirs);
 
+// What a rescan of the kernel folders changed (the daemon's POST /v1/kernels/reload).
+struct ReloadReport {
+  std::vector<std::string> added;     // kernels of files new since the last load
+  std::vector<std::string> replaced;  // kernels whose file now says something else
+  int64_t unchanged = 0;
+};
+// Reads every *.json of `dirs` again. All or nothing: if any file does not parse, or names a
+// built-in kernel, or a kernel another file of this scan or a file loaded before declares,
+// the error names the file and nothing changes. Otherwise new kernels are registered and
+// changed ones replaced (ReplaceKernel: a request already holding the old spec finishes with
+// it). A file that was removed leaves its kernel registered until the process restarts: its
+// measurements and tuned rows still name it.
+Result<ReloadReport> ReloadKernelDirs(const std::vector<std::string>& dirs);
+
 class ExternalKernelSpec final : public KernelSpec {
  public:
   ~ExternalKernelSpec() override;

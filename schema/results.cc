@@ -133,7 +133,8 @@ Status Validate(const ResultsBatch& b) {
 bool Disqualifies(tuner::Outcome o) {
   using tuner::Outcome;
   return o == Outcome::kInvalid || o == Outcome::kCrashed || o == Outcome::kNan || o == Outcome::kWrongResult ||
-         o == Outcome::kOutOfMemory || o == Outcome::kWorkerLost;
+         o == Outcome::kOutOfMemory || o == Outcome::kWorkerLost || o == Outcome::kCompileFailed ||
+         o == Outcome::kRuntimeFailed;
 }
 
 double Median(std::vector<double> v) {

@@ -52,7 +52,8 @@ struct ApplyResult {
 
 // The winner of a pool: every measurement of one (kernel, dtype, hardware key, bucket) from
 // every sweep. A config is out if any of its measurements failed verification or did not run
-// (crashed, nan, wrong_result, invalid, out_of_memory, worker_lost); the others with at least
+// (crashed, nan, wrong_result, invalid, out_of_memory, worker_lost, compile_failed,
+// runtime_failed); the others with at least
 // one ok measurement compete on the median of all their ok samples pooled (hosts with one
 // hardware key are one machine type). Lowest median wins, ties by config string. The entry's
 // measurement is the chosen config's ok measurement with the lowest median.

@@ -85,6 +85,9 @@ Json EncodeBatchLookup(const std::vector<Result<tuner::LookupAnswer>>& answers);
 
 Json EncodeKernel(const KernelSpec& k);
 Json EncodeKernelList();
+// POST /v1/kernels/reload: {"added", "replaced", "unchanged", "tuned_rows"}.
+Json EncodeKernelReload(const std::vector<std::string>& added, const std::vector<std::string>& replaced,
+                        int64_t unchanged, int64_t tuned_rows);
 Json EncodeHardware(const HardwareProfile& hw, int64_t id, const std::string& first_seen_at);
 Json EncodeHardwareList(const std::vector<store::HardwareRecord>& rows, const HardwareProfile& host);
 

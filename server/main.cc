@@ -152,11 +152,13 @@ int main(int argc, char** argv) {
   }
   worker_options.kernel_dirs = kernel_dirs;
 
-  // Block the shutdown signals before any thread starts; one thread waits for them.
+  // Block the shutdown signals (and SIGHUP, the reload) before any thread starts; one thread
+  // waits for them.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const std::filesystem::path db(db_path);
@@ -197,6 +199,8 @@ int main(int argc, char** argv) {
   service_options.sweeps_per_minute = sweeps_per_minute;
   service_options.miss_flush_seconds = miss_flush_seconds;
   service_options.max_sweep_measurements = max_sweep_measurements;
+  service_options.kernel_dirs = kernel_dirs;
+  if (!in_process) service_options.on_kernels_changed = [&worker] { worker.RestartBeforeNextRequest(); };
   server::Service service(std::move(*store), db_path, service_options);
   if (auto s = service.Start(); !s) {
     spdlog::critical("cannot start service error=\"{}\"", s.error().ToString());
@@ -226,7 +230,10 @@ int main(int argc, char** argv) {
 
   std::thread waiter([&] {
     int sig = 0;
-    sigwait(&signals, &sig);
+    while (sigwait(&signals, &sig) == 0 && sig == SIGHUP) {
+      // Like POST /v1/kernels/reload; its outcome is logged there.
+      (void)service.ReloadKernels();
+    }
     spdlog::info("shutting down signal={}", sig);
     http.Stop();
   });

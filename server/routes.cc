@@ -175,6 +175,16 @@ std::vector<Route> MakeRoutes() {
       {kGetKernelSpecSchema, "getKernelSpecSchema", "GET", "/v1/kernel-spec-schema", Auth::kPublic, "kernels",
        "The JSON Schema of an external kernel spec file (--kernel-dir; docs/external-kernels.md)",
        {}, {}, false, {}, "", "application/json", {{200, "JsonSchema", "a JSON Schema (draft 2020-12)"}, kBadRequest}, ""},
+      {kReloadKernels, "reloadKernels", "POST", "/v1/kernels/reload", Auth::kBearer, "kernels",
+       "Read the --kernel-dir folders and the tuned rows again (after `blocktune import`, or an edited spec)",
+       {}, {}, false, {}, "", "application/json",
+       {{200, "KernelReload", "what changed"},
+        {400, "Error", "a spec file does not load; error.path names the file and nothing changed"}},
+       "All or nothing: every *.json of every --kernel-dir is parsed first; if one fails (or declares a built-in "
+       "kernel, or a kernel another file declares) the answer names it and nothing changes. New kernels are "
+       "registered, changed ones replaced (a request that already holds the old spec finishes with it), a removed "
+       "file's kernel stays until restart. The tuned rows are then read from the database again, so results another "
+       "process wrote there (blocktune import, db merge) are served. SIGHUP does the same."},
   };
 }
 

@@ -49,8 +49,9 @@ enum class Op : uint8_t {
   kExplainTuned,
   kIngestResults,
   kGetKernelSpecSchema,
+  kReloadKernels,
 };
-inline constexpr size_t kOpCount = static_cast<size_t>(Op::kGetKernelSpecSchema) + 1;
+inline constexpr size_t kOpCount = static_cast<size_t>(Op::kReloadKernels) + 1;
 
 // kBearer: the request needs `Authorization: Bearer <token>`. Every route that changes state
 // is kBearer; batch lookup is a POST only because a list of queries does not fit a URL, and

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 
+#include "external/spec.h"
 #include "schema/task_sink.h"
 #include "tables/codegen/codegen.h"
 
@@ -139,6 +140,25 @@ Status Service::ReloadIndex() {
   std::unique_lock lock(index_mu_);
   index_ = std::move(index);
   return {};
+}
+
+Result<KernelReload> Service::ReloadKernels() {
+  std::lock_guard lock(reload_mu_);
+  auto report = external::ReloadKernelDirs(options_.kernel_dirs);
+  if (!report) {
+    spdlog::warn("kernel reload refused error=\"{}\"", report.error().message);
+    return std::unexpected(report.error());
+  }
+  KernelReload out;
+  out.added = report->added;
+  out.replaced = report->replaced;
+  out.unchanged = report->unchanged;
+  if ((!out.added.empty() || !out.replaced.empty()) && options_.on_kernels_changed) options_.on_kernels_changed();
+  if (auto s = ReloadIndex(); !s) return std::unexpected(s.error());
+  out.tuned_rows = static_cast<int64_t>(Index()->rows().size());
+  spdlog::info("kernels reloaded added={} replaced={} unchanged={} tuned_rows={}", out.added.size(), out.replaced.size(),
+               out.unchanged, out.tuned_rows);
+  return out;
 }
 
 Result<std::vector<store::TaskPlan>> Service::Plan(const tuner::SweepRequest& request,

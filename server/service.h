@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -39,6 +40,17 @@ struct ServiceOptions {
   // Lookup misses (server/misses.h) are added to the store this often, and at Stop().
   double miss_flush_seconds = 5;
   size_t max_pending_misses = 10000;  // distinct buckets counted between two flushes
+  // The --kernel-dir folders, read again by ReloadKernels; and what to do when they changed
+  // (the daemon restarts its worker, which loaded the specs at its start).
+  std::vector<std::string> kernel_dirs;
+  std::function<void()> on_kernels_changed;
+};
+
+struct KernelReload {
+  std::vector<std::string> added;
+  std::vector<std::string> replaced;
+  int64_t unchanged = 0;
+  int64_t tuned_rows = 0;  // rows lookups serve after the reload
 };
 
 struct SweepView {
@@ -102,6 +114,10 @@ class Service {
   // tuned entry, reloads the lookup index.
   Result<store::ApplyResult> IngestResults(const store::ResultsBatch& batch);
 
+  // POST /v1/kernels/reload and SIGHUP: the kernel folders (external::ReloadKernelDirs, all or
+  // nothing) and then the tuned rows from the database. Serialized: one reload at a time.
+  Result<KernelReload> ReloadKernels();
+
   // Online backup into the backup directory; returns the file written.
   Result<std::string> Backup();
   Result<store::StoreStats> Stats() { return store_->maintenance().Stats(); }
@@ -127,6 +143,7 @@ class Service {
   mutable std::shared_mutex index_mu_;
   std::shared_ptr<const tuner::LookupIndex> index_;
 
+  std::mutex reload_mu_;
   std::mutex rate_mu_;
   double rate_tokens_ = 0;
   std::chrono::steady_clock::time_point rate_at_;

@@ -25,10 +25,16 @@ enum class Outcome {
   kWrongResult,    // finite output outside tolerance of the reference
   kUnstable,       // timings too noisy to trust after re-measurement
   kWorkerLost,     // the worker vanished without a verdict
+  // Reported by an external kernel's runner or imported from another tuner (Kernel Tuner's
+  // CompilationFailedConfig / RuntimeFailedConfig, T4's compile / runtime invalidity). Last so
+  // the values above keep their numbers.
+  kCompileFailed,  // the config's code did not compile; it never ran
+  kRuntimeFailed,  // it compiled and the launch or run failed (an API error, not a signal)
 };
 
 inline constexpr std::string_view kOutcomeNames[] = {
     "ok", "invalid", "crashed", "timeout", "out_of_memory", "nan", "wrong_result", "unstable", "worker_lost",
+    "compile_failed", "runtime_failed",
 };
 
 constexpr std::string_view OutcomeName(Outcome o) { return kOutcomeNames[static_cast<int>(o)]; }

@@ -10,11 +10,17 @@
 
 namespace blocktune {
 
-enum class DType : uint8_t { kF32, kBF16 };
+// f16, f64, c64 and c128 are for external kernels and imported results (CLBlast tunes half,
+// double and both complex precisions); each built-in kernel lists the ones it runs.
+enum class DType : uint8_t { kF32, kBF16, kF16, kF64, kC64, kC128 };
 
-inline constexpr std::array<std::pair<DType, std::string_view>, 2> kDTypeNames{{
+inline constexpr std::array<std::pair<DType, std::string_view>, 6> kDTypeNames{{
     {DType::kF32, "f32"},
     {DType::kBF16, "bf16"},
+    {DType::kF16, "f16"},
+    {DType::kF64, "f64"},
+    {DType::kC64, "c64"},    // complex of two f32
+    {DType::kC128, "c128"},  // complex of two f64
 }};
 
 constexpr std::string_view DTypeName(DType d) {
@@ -31,7 +37,17 @@ constexpr std::optional<DType> ParseDType(std::string_view s) {
   return std::nullopt;
 }
 
-constexpr int DTypeBytes(DType d) { return d == DType::kF32 ? 4 : 2; }
+constexpr int DTypeBytes(DType d) {
+  switch (d) {
+    case DType::kBF16:
+    case DType::kF16: return 2;
+    case DType::kF32: return 4;
+    case DType::kF64:
+    case DType::kC64: return 8;
+    case DType::kC128: return 16;
+  }
+  return 4;
+}
 
 // bf16 storage: the upper 16 bits of an IEEE f32, rounded to nearest even on conversion.
 struct BF16 {

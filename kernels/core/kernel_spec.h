@@ -134,13 +134,18 @@ class KernelSpec {
   Result<Config> CompleteConfig(const Config& partial) const;
 };
 
-// The one list of kernels: the built-in ones, then any registered with RegisterKernel.
-const std::vector<const KernelSpec*>& AllKernels();
+// The one list of kernels: the built-in ones, then any registered with RegisterKernel. A copy
+// of the list as it is now (the daemon registers kernels while it serves, see ReplaceKernel).
+std::vector<const KernelSpec*> AllKernels();
 const KernelSpec* FindKernel(std::string_view name);
 
 // Adds a kernel (an external spec loaded from a file) to AllKernels for the rest of the
-// process. Call it at start-up, before any thread reads the list; an error if the name is
-// taken.
+// process; an error if the name is taken. Safe while other threads read the list.
 Status RegisterKernel(std::unique_ptr<const KernelSpec> spec);
+// Puts `spec` in the place of the registered kernel of the same name, which must be one that
+// was registered (a built-in kernel cannot be replaced). The old spec stays alive for the rest
+// of the process: a sweep or a request that holds it finishes with it; only later FindKernel
+// calls see the new one.
+Status ReplaceKernel(std::unique_ptr<const KernelSpec> spec);
 
 }  // namespace blocktune

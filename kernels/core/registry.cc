@@ -1,5 +1,9 @@
 // The one list of kernels. Adding a kernel: one line here plus its own folder.
 #include "kernels/core/kernel_spec.h"
+
+#include <mutex>
+#include <shared_mutex>
+
 #include "kernels/flash_attention/flash_attention.h"
 #include "kernels/fused_cross_entropy/fused_cross_entropy.h"
 #include "kernels/grouped_matmul/grouped_matmul.h"
@@ -10,37 +14,68 @@ namespace blocktune {
 
 namespace {
 
-std::vector<const KernelSpec*>& MutableKernels() {
-  static std::vector<const KernelSpec*> kAll = {
+struct Registry {
+  std::shared_mutex mu;
+  std::vector<const KernelSpec*> all = {
       &kernels::MatmulSpec(),
       &kernels::FlashAttentionSpec(),
       &kernels::FusedCrossEntropySpec(),
       &kernels::GroupedMatmulSpec(),
       &kernels::RaggedPagedAttentionSpec(),
   };
-  return kAll;
+  size_t built_in = all.size();
+  // Registered specs live as long as the process, replaced ones too: AllKernels and FindKernel
+  // hand out raw pointers. A replaced spec is a few KiB and replacing takes an operator's reload.
+  std::vector<std::unique_ptr<const KernelSpec>> owned;
+};
+
+Registry& TheRegistry() {
+  static Registry r;
+  return r;
 }
 
 }  // namespace
 
-const std::vector<const KernelSpec*>& AllKernels() { return MutableKernels(); }
+std::vector<const KernelSpec*> AllKernels() {
+  Registry& r = TheRegistry();
+  std::shared_lock lock(r.mu);
+  return r.all;
+}
 
 Status RegisterKernel(std::unique_ptr<const KernelSpec> spec) {
   if (spec == nullptr) return InvalidArgument("no kernel to register");
-  if (FindKernel(spec->name()) != nullptr) {
-    return InvalidArgument("kernel '" + std::string(spec->name()) + "' is already registered" +
-                               (spec->source_file().empty() ? "" : " (" + std::string(spec->source_file()) + ")"),
-                           "name");
+  Registry& r = TheRegistry();
+  std::unique_lock lock(r.mu);
+  for (const KernelSpec* k : r.all) {
+    if (k->name() == spec->name()) {
+      return InvalidArgument("kernel '" + std::string(spec->name()) + "' is already registered" +
+                                 (spec->source_file().empty() ? "" : " (" + std::string(spec->source_file()) + ")"),
+                             "name");
+    }
   }
-  // Registered specs live as long as the process: AllKernels hands out raw pointers.
-  static std::vector<std::unique_ptr<const KernelSpec>> owned;
-  MutableKernels().push_back(spec.get());
-  owned.push_back(std::move(spec));
+  r.all.push_back(spec.get());
+  r.owned.push_back(std::move(spec));
   return {};
 }
 
+Status ReplaceKernel(std::unique_ptr<const KernelSpec> spec) {
+  if (spec == nullptr) return InvalidArgument("no kernel to register");
+  Registry& r = TheRegistry();
+  std::unique_lock lock(r.mu);
+  for (size_t i = 0; i < r.all.size(); ++i) {
+    if (r.all[i]->name() != spec->name()) continue;
+    if (i < r.built_in) return InvalidArgument("kernel '" + std::string(spec->name()) + "' is built in", "name");
+    r.all[i] = spec.get();
+    r.owned.push_back(std::move(spec));
+    return {};
+  }
+  return NotFound("kernel '" + std::string(spec->name()) + "' is not registered", "name");
+}
+
 const KernelSpec* FindKernel(std::string_view name) {
-  for (const KernelSpec* k : AllKernels()) {
+  Registry& r = TheRegistry();
+  std::shared_lock lock(r.mu);
+  for (const KernelSpec* k : r.all) {
     if (k->name() == name) return k;
   }
   return nullptr;

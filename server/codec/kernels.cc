@@ -38,6 +38,10 @@ void AddKernelSchemas(Json& s) {
   // An open object: the served document is a JSON Schema of its own (external/kernel-spec.schema.json).
   s["JsonSchema"] = Json{{"type", "object"}, {"description", "a JSON Schema document (draft 2020-12)"}};
   s["KernelList"] = Object({{"kernels", Array(Ref("Kernel"))}});
+  s["KernelReload"] = Object({{"added", Array(Str(), "kernels of new spec files")},
+                              {"replaced", Array(Str(), "kernels whose spec file changed")},
+                              {"unchanged", Int("spec files as they were")},
+                              {"tuned_rows", Int("tuned rows lookups serve now")}});
   s["Hardware"] = Object({{"key", Str("dotted path from general to specific, e.g. x86_64.avx512.intel.fam6_mod167.t1")},
                           {"arch", Str()},
                           {"isa", Str()},
@@ -100,6 +104,11 @@ Json EncodeKernelList() {
   Json list = Json::array();
   for (const KernelSpec* k : AllKernels()) list.push_back(EncodeKernel(*k));
   return Json{{"kernels", list}};
+}
+
+Json EncodeKernelReload(const std::vector<std::string>& added, const std::vector<std::string>& replaced,
+                        int64_t unchanged, int64_t tuned_rows) {
+  return Json{{"added", added}, {"replaced", replaced}, {"unchanged", unchanged}, {"tuned_rows", tuned_rows}};
 }
 
 Json EncodeHardware(const HardwareProfile& hw, int64_t id, const std::string& first_seen_at) {

@@ -12,10 +12,15 @@ using wire::Json;
 
 void BindKernelHandlers(Handlers& h, const HandlerContext& ctx) {
   Service& svc = ctx.service;
+  // Encoded per request: POST /v1/kernels/reload can change the list.
   h[api::Index(api::Op::kListKernels)] = [](const httplib::Request&, httplib::Response& res) {
-    static const std::string kList = wire::Dump(wire::EncodeKernelList());
-    res.status = 200;
-    res.set_content(kList, "application/json");
+    SendJson(res, 200, wire::EncodeKernelList());
+  };
+
+  h[api::Index(api::Op::kReloadKernels)] = [&svc](const httplib::Request&, httplib::Response& res) {
+    auto r = svc.ReloadKernels();
+    if (!r) return SendError(res, r.error());
+    SendJson(res, 200, wire::EncodeKernelReload(r->added, r->replaced, r->unchanged, r->tuned_rows));
   };
 
   h[api::Index(api::Op::kGetKernel)] = [](const httplib::Request& req, httplib::Response& res) {

@@ -29,14 +29,16 @@ JSON
 mkdir -p "$work/imported" "$work/db"
 "$build/client/blocktune" import kerneltuner "$src/tests/data/import/kerneltuner_markers.json" \
   --db "$work/db/blocktune.db" --kernel-dir "$work/imported" --json >"$work/import.json"
-grep -q '"outcomes":{"crashed":1,"invalid":3,"ok":6}' "$work/import.json" || { cat "$work/import.json"; exit 1; }
+grep -q '"outcomes":{"compile_failed":1,"invalid":2,"ok":6,"runtime_failed":1}' "$work/import.json" || { cat "$work/import.json"; exit 1; }
 "$build/client/blocktune" import kerneltuner "$src/tests/data/import/kerneltuner_markers.json" \
   --db "$work/db/blocktune.db" --kernel-dir "$work/imported" --json | grep -q '"created":false'  # idempotent
 
-# The CLI checks requests against its own registry before sending them: same folders.
+# The daemon's kernel folders. The CLI needs them only for what it does itself (tables generate,
+# export); a sweep through the daemon is validated by the daemon, so `sweep` below runs without.
 kdirs=(--kernel-dir "$src/examples/numpy_matmul" --kernel-dir "$build/examples/cpp_transpose/spec"
        --kernel-dir "$work/faulty" --kernel-dir "$work/imported")
 cli=("$build/client/blocktune" "${kdirs[@]}")
+remote=("$build/client/blocktune")
 StartDaemon --min-repetition-ms 2 --repetitions 3 --max-cv 1000 --log-level warn \
   "${kdirs[@]}"
 
@@ -48,6 +50,34 @@ curl -fsS "$url/v1/kernel-spec-schema" | grep -q '"restrictions"'
 curl -fsS "$url/v1/lookup?kernel=vector_add&size_x=10000000&hardware=cuda.nvidia.geforce_rtx_2080_ti" >"$work/kt.json"
 grep -q '"config":{"block_size_x":128,"use_vec":1},"source":"tuned"' "$work/kt.json" || { cat "$work/kt.json"; exit 1; }
 curl -fsS "$url/v1/lookup?kernel=vector_add&size_x=10000000&hardware=cuda.nvidia.a100_pcie_40gb" | grep -q '"source":"default"'
+# A CLBlast tuner's file imported while the daemon runs: its spec lands in a folder the daemon
+# serves, its rows in the daemon's database. Unknown until the daemon reloads; then its winner is
+# served under the OpenCL device's key, without a restart.
+"$build/client/blocktune" import clblast "$src/tests/data/import/clblast_xgemm_1_32.json" \
+  --db "$work/db/blocktune.db" --kernel-dir "$work/imported" --json >"$work/clblast.json"
+grep -q '"hardware":"opencl.nvidia.geforce_gtx_1080"' "$work/clblast.json" || { cat "$work/clblast.json"; exit 1; }
+grep -q '"outcomes":{"ok":5,"unstable":1}' "$work/clblast.json" || { cat "$work/clblast.json"; exit 1; }
+clq="kernel=xgemm_1&m=1024&n=1024&k=1024&hardware=opencl.nvidia.geforce_gtx_1080"
+code=$(curl -sS -o "$work/before.json" -w '%{http_code}' "$url/v1/lookup?$clq")
+[[ "$code" == 400 ]] && grep -q '"path":"kernel"' "$work/before.json" || { echo "$code"; cat "$work/before.json"; exit 1; }
+code=$(curl -sS -o /dev/null -w '%{http_code}' --data "" "$url/v1/kernels/reload")
+[[ "$code" == 401 ]] || { echo "reload without the token: $code"; exit 1; }
+"${remote[@]}" kernels --reload --server "$url" --token-file "$work/db/token" --json >"$work/reload.json"
+grep -q '"added":\["xgemm_1"\]' "$work/reload.json" || { cat "$work/reload.json"; exit 1; }
+curl -fsS "$url/v1/lookup?$clq" >"$work/clblast_lookup.json"
+python3 - "$work/clblast_lookup.json" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+assert a["source"] == "tuned", a
+assert a["config"]["MWG"] == 64 and a["config"]["NWG"] == 64 and a["config"]["KWG"] == 16 and a["config"]["VWM"] == 4, a
+PY
+# A spec file that does not load is refused by name, and the daemon keeps what it had.
+echo '{"name": "broken", "parameters": [{"name": "x", "values": [1]}], "restrictions": ["x +* 2"]}' >"$work/imported/broken.json"
+code=$(curl -sS -o "$work/bad_reload.json" -w '%{http_code}' --data "" -H "Authorization: Bearer $(cat "$work/db/token")" "$url/v1/kernels/reload")
+[[ "$code" == 400 ]] && grep -q "broken.json" "$work/bad_reload.json" || { echo "$code"; cat "$work/bad_reload.json"; exit 1; }
+rm "$work/imported/broken.json"
+curl -fsS "$url/v1/lookup?$clq" | grep -q '"source":"tuned"'
+
 # Exported back in Kernel Tuner's format, failures under __error__.
 "${cli[@]}" export kerneltuner --db "$work/db/blocktune.db" --sweep 1 --out "$work/export.json"
 python3 -c "
@@ -55,7 +85,7 @@ import json; c = json.load(open('$work/export.json'))['cache']
 assert len(c) == 10 and c['160,0']['__error__'] == 'CompilationFailedConfig' and c['128,1']['times'] == [0.33, 0.34, 0.33], c"
 
 # --- NumPy matmul through the daemon -------------------------------------------------------
-"${cli[@]}" sweep numpy_matmul --server "$url" --token-file "$work/db/token" \
+"${remote[@]}" sweep numpy_matmul --server "$url" --token-file "$work/db/token" \
   --shape m=128,n=128,k=128 --json >"$work/sweep.json"
 grep -q '"status":"done"' "$work/sweep.json" || { cat "$work/sweep.json"; exit 1; }
 curl -fsS "$url/v1/lookup?kernel=numpy_matmul&m=128&n=128&k=128&threads=1" >"$work/lookup.json"
@@ -90,12 +120,12 @@ echo "numpy_matmul: http: $http_config  header: $app_config  python: $py_config"
 [[ "$http_config" == "$py_config" ]]
 
 # --- The C++ runner (one process per config) --------------------------------------------------
-"${cli[@]}" sweep cpp_transpose --server "$url" --token-file "$work/db/token" --shape rows=256,cols=256 --json >"$work/t.json"
+"${remote[@]}" sweep cpp_transpose --server "$url" --token-file "$work/db/token" --shape rows=256,cols=256 --json >"$work/t.json"
 grep -q '"status":"done"' "$work/t.json" || { cat "$work/t.json"; exit 1; }
 curl -fsS "$url/v1/lookup?kernel=cpp_transpose&rows=256&cols=256&threads=1" | grep -q '"source":"tuned"'
 
 # --- Crash, hang and garbage are recorded outcomes ----------------------------------------------
-"${cli[@]}" sweep faulty --server "$url" --token-file "$work/db/token" --shape n=64 --json >"$work/f.json"
+"${remote[@]}" sweep faulty --server "$url" --token-file "$work/db/token" --shape n=64 --json >"$work/f.json"
 id=$(python3 -c "import json; print(json.load(open('$work/f.json'))['id'])")
 curl -fsS "$url/v1/sweeps/$id/measurements?limit=100" >"$work/fm.json"
 python3 - "$work/fm.json" <<'PY'
@@ -108,4 +138,19 @@ for mode, outcome in {0: "ok", 1: "crashed", 2: "timeout", 3: "worker_lost"}.ite
 assert "SIGSEGV" in got[1][1] and "protocol error" in got[3][1]
 PY
 # The daemon is still serving after all of that.
+curl -fsS "$url/healthz" | grep -q '"ok"'
+# A kernel the daemon does not know: its 400, naming the field, not a guess of the CLI's.
+if "${remote[@]}" sweep no_such_kernel --server "$url" --token-file "$work/db/token" --shape n=64 2>"$work/nosuch.err"; then
+  echo "sweep of an unknown kernel succeeded"; exit 1
+fi
+grep -q "unknown kernel 'no_such_kernel'" "$work/nosuch.err" && grep -q "kernel" "$work/nosuch.err" || { cat "$work/nosuch.err"; exit 1; }
+# SIGHUP reloads like POST /v1/kernels/reload: a spec added now is served without a restart.
+echo '{"name": "hup_kernel", "parameters": [{"name": "x", "values": [1, 2]}], "dims": [{"name": "n", "max": 64}]}' \
+  >"$work/imported/hup_kernel.json"
+kill -HUP "$daemon_pid"
+for _ in $(seq 100); do
+  curl -fsS "$url/v1/kernels/hup_kernel" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+curl -fsS "$url/v1/kernels/hup_kernel" | grep -q '"name":"hup_kernel"'
 curl -fsS "$url/healthz" | grep -q '"ok"'

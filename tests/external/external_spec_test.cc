@@ -3,6 +3,7 @@
 // processes (the daemon's path).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -108,6 +109,64 @@ TEST(ExternalSpec, RejectsMalformedFields) {
   EXPECT_NE(err(no_runner).find("runnr"), std::string::npos);
 }
 
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+}
+
+// The daemon's POST /v1/kernels/reload: new files are registered, changed ones replaced (the old
+// spec object stays valid), unchanged ones counted; a bad file refuses the whole reload by name.
+TEST(ExternalSpec, ReloadAddsReplacesAndIsAllOrNothing) {
+  test::ScratchDir dir("reload");
+  const std::string folder = dir.path().string();
+  WriteFile(dir.File("ext_reload_a.json"), Spec("ext_reload_a", "true"));
+  auto first = ReloadKernelDirs({folder});
+  ASSERT_TRUE(first) << first.error().ToString();
+  EXPECT_EQ(first->added, std::vector<std::string>{"ext_reload_a"});
+  const KernelSpec* a_before = FindKernel("ext_reload_a");
+  ASSERT_NE(a_before, nullptr);
+  EXPECT_EQ(a_before->ConfigSpace().size(), 30u);
+
+  // Same files again: nothing changes.
+  auto same = ReloadKernelDirs({folder});
+  ASSERT_TRUE(same);
+  EXPECT_TRUE(same->added.empty());
+  EXPECT_TRUE(same->replaced.empty());
+  EXPECT_EQ(same->unchanged, 1);
+  EXPECT_EQ(FindKernel("ext_reload_a"), a_before);
+
+  // A new file and an edited one (a restriction fewer: more configs).
+  WriteFile(dir.File("ext_reload_a.json"), Spec("ext_reload_a", "true", true, 0, R"(["bx <= n"])"));
+  WriteFile(dir.File("ext_reload_b.json"), Spec("ext_reload_b", "true"));
+  auto second = ReloadKernelDirs({folder});
+  ASSERT_TRUE(second) << second.error().ToString();
+  EXPECT_EQ(second->added, std::vector<std::string>{"ext_reload_b"});
+  EXPECT_EQ(second->replaced, std::vector<std::string>{"ext_reload_a"});
+  const KernelSpec* a_after = FindKernel("ext_reload_a");
+  ASSERT_NE(a_after, nullptr);
+  EXPECT_NE(a_after, a_before);
+  EXPECT_EQ(a_before->name(), "ext_reload_a");  // the old spec is still alive for whoever holds it
+  ASSERT_NE(FindKernel("ext_reload_b"), nullptr);
+
+  // A broken file and a new good one: refused by the broken file's name, nothing registered.
+  WriteFile(dir.File("ext_reload_c.json"), Spec("ext_reload_c", "true"));
+  WriteFile(dir.File("ext_reload_d.json"), Spec("ext_reload_d", "true", true, 0, R"(["bx *** 2 < 3"])"));
+  auto bad = ReloadKernelDirs({folder});
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.error().path, dir.File("ext_reload_d.json"));
+  EXPECT_NE(bad.error().message.find("ext_reload_d.json"), std::string::npos) << bad.error().message;
+  EXPECT_EQ(FindKernel("ext_reload_c"), nullptr);
+  EXPECT_EQ(FindKernel("ext_reload_a"), a_after);
+
+  // A file that declares a built-in kernel is refused too.
+  std::filesystem::remove(dir.File("ext_reload_d.json"));
+  WriteFile(dir.File("matmul.json"), Spec("matmul", "true"));
+  auto builtin = ReloadKernelDirs({folder});
+  ASSERT_FALSE(builtin);
+  EXPECT_EQ(builtin.error().path, dir.File("matmul.json")) << builtin.error().ToString();
+  EXPECT_EQ(FindKernel("ext_reload_c"), nullptr);
+}
+
 TEST(ExternalSpec, SchemaIsServedJson) {
   const std::string_view s = KernelSpecSchema();
   EXPECT_NE(s.find("\"restrictions\""), std::string_view::npos);
@@ -189,8 +248,8 @@ TEST_F(RunnerTest, ReportedOutcomesMapToRecordedOnes) {
     Outcome expected;
     const char* detail;
   } cases[] = {{"invalid", Outcome::kInvalid, "too big"},
-               {"compile_failed", Outcome::kInvalid, "compile_failed: too big"},
-               {"runtime_failed", Outcome::kCrashed, "runtime_failed: too big"},
+               {"compile_failed", Outcome::kCompileFailed, "too big"},
+               {"runtime_failed", Outcome::kRuntimeFailed, "too big"},
                {"wrong_result", Outcome::kWrongResult, "wrong_result: too big"}};
   int i = 0;
   for (const auto& c : cases) {

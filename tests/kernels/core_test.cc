@@ -9,6 +9,7 @@
 #include <cmath>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "blocktune/tables/resolve.h"
@@ -282,8 +283,17 @@ TEST(Tables, RoundDim) {
 TEST(DType, NamesAndBF16RoundTrip) {
   EXPECT_EQ(DTypeName(DType::kBF16), "bf16");
   EXPECT_EQ(ParseDType("f32"), DType::kF32);
-  EXPECT_FALSE(ParseDType("f16").has_value());
+  EXPECT_FALSE(ParseDType("f8").has_value());
+  EXPECT_FALSE(ParseDType("F32").has_value());
+  // The names external kernels and imports use (CLBlast's precisions), each with its size.
+  for (const auto& [d, name, bytes] : std::vector<std::tuple<DType, std::string_view, int>>{
+           {DType::kF16, "f16", 2}, {DType::kF64, "f64", 8}, {DType::kC64, "c64", 8}, {DType::kC128, "c128", 16}}) {
+    EXPECT_EQ(ParseDType(name), d) << name;
+    EXPECT_EQ(DTypeName(d), name);
+    EXPECT_EQ(DTypeBytes(d), bytes) << name;
+  }
   EXPECT_EQ(DTypeBytes(DType::kBF16), 2);
+  EXPECT_EQ(DTypeBytes(DType::kF32), 4);
   for (float f : {0.0f, 1.0f, -2.5f, 3.140625f, 1e30f, -1e-30f}) {
     const float once = BF16ToFloat(FloatToBF16(f));
     EXPECT_EQ(BF16ToFloat(FloatToBF16(once)), once);  // bf16 values round-trip exactly

@@ -159,6 +159,52 @@ TEST_F(MigrateTest, ReleaseDatabaseIsCarriedOverOnceKeepingEveryRow) {
   EXPECT_EQ(RowCounts(), before);
 }
 
+// 0012 widens the outcome CHECKs of measurements and final_rounds by rebuilding both tables:
+// before it a compile_failed row is refused, after it every row, id, sample and reference to a
+// measurement is still there, and the new outcomes are stored and read back.
+TEST_F(MigrateTest, FailureOutcomesMigrationKeepsEveryRowAndId) {
+  CopyFixture();
+  {
+    auto conn = Connection::Open(path_, false);
+    ASSERT_TRUE(conn);
+    ASSERT_TRUE(Migrate(*conn, 11));
+  }
+  const auto before = RowCounts();
+  const int64_t max_id = QueryInt("SELECT MAX(id) FROM measurements");
+  const int64_t id_sum = QueryInt("SELECT SUM(id) FROM measurements");
+  const int64_t tuned_refs = QueryInt("SELECT SUM(measurement_id) FROM tuned_entries");
+  ASSERT_GT(max_id, 0);
+  const std::string insert =
+      "INSERT INTO measurements (sweep_id, bucket, problem, config, outcome, created_at) "
+      "SELECT sweep_id, bucket, problem, 'probe=1', 'compile_failed', created_at FROM measurements LIMIT 1";
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    EXPECT_EQ(sqlite3_exec(db, insert.c_str(), nullptr, nullptr, nullptr), SQLITE_CONSTRAINT);  // the old CHECK
+    sqlite3_close(db);
+  }
+  {
+    auto conn = Connection::Open(path_, false);
+    ASSERT_TRUE(conn);
+    ASSERT_TRUE(Migrate(*conn, 12));
+  }
+  EXPECT_EQ(RowCounts(), before);
+  EXPECT_EQ(QueryInt("SELECT MAX(id) FROM measurements"), max_id);
+  EXPECT_EQ(QueryInt("SELECT SUM(id) FROM measurements"), id_sum);
+  EXPECT_EQ(QueryInt("SELECT SUM(measurement_id) FROM tuned_entries"), tuned_refs);
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM sqlite_master WHERE name = 'measurements_by_sweep'"), 1);
+  Exec(insert);
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM measurements WHERE outcome = 'compile_failed'"), 1);
+  auto s = Store::Open(path_);
+  ASSERT_TRUE(s) << s.error().ToString();
+  auto page = (*s)->measurements().ListPage(QueryInt("SELECT sweep_id FROM measurements WHERE config = 'probe=1'"), 0, 1000);
+  ASSERT_TRUE(page) << page.error().ToString();
+  bool found = false;
+  for (const auto& m : *page) found |= m.config.ToString() == "probe=1" && m.outcome == tuner::Outcome::kCompileFailed;
+  EXPECT_TRUE(found);
+  EXPECT_EQ((*s)->maintenance().IntegrityCheck().value_or(""), "ok");
+}
+
 TEST_F(MigrateTest, RefusesAnotherApplicationsFileUntouched) {
   Exec("PRAGMA application_id = 1234; CREATE TABLE theirs (x INTEGER); PRAGMA user_version = 2;");
   const std::string bytes = ReadAll();

@@ -76,7 +76,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"threads":0})", "threads"},
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"strategy":"x"})", "strategy"},
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"budget":-1})", "budget"},
-                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"dtype":"f64"})", "dtype"},
+                      BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"dtype":"f8"})", "dtype"},
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"extra":1})", "extra"},
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"isa":"sse9"})", "isa"},
                       BadCase{R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"isa":2})", "isa"},

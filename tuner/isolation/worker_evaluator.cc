@@ -60,7 +60,9 @@ double StarvedSeconds(pid_t pid) {
   return worst_ns * 1e-9;
 }
 
-bool OutcomeKeepsWorker(Outcome o) { return o == Outcome::kOk || o == Outcome::kInvalid; }
+// A compile failure is an answer like invalid (an external runner said it and is fine); every
+// other failure may have left the worker in any state.
+bool OutcomeKeepsWorker(Outcome o) { return o == Outcome::kOk || o == Outcome::kInvalid || o == Outcome::kCompileFailed; }
 
 void CopyVerdict(const Measurement& from, Measurement& to) {
   to.outcome = from.outcome;
@@ -175,6 +177,10 @@ int WorkerEvaluator::KillAndReap() {
 }
 
 Status WorkerEvaluator::EnsureWorker() {
+  if (restart_.exchange(false) && pid_.load() > 0) {
+    spdlog::info("worker restarted: kernel folders reloaded");
+    KillAndReap();
+  }
   if (pid_.load() > 0 && worker_isa_ != wanted_isa_) {
     spdlog::debug("worker restarted for isa={} (was {})", wanted_isa_.empty() ? "host" : wanted_isa_,
                   worker_isa_.empty() ? "host" : worker_isa_);

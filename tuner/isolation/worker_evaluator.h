@@ -87,6 +87,10 @@ class WorkerEvaluator : public Evaluator {
   // Kills the worker; a request in flight ends at once with worker_lost ("aborted"). Safe from
   // any thread, e.g. to stop a daemon without waiting for a long config.
   void Abort();
+  // The next request starts a fresh worker: the kernel folders changed (the daemon reloaded
+  // them) and a worker knows the specs it loaded at start-up. Safe from any thread; a request
+  // in flight finishes on the old worker.
+  void RestartBeforeNextRequest() { restart_ = true; }
 
   // For tests and logs.
   pid_t worker_pid() const { return pid_.load(); }
@@ -122,6 +126,7 @@ class WorkerEvaluator : public Evaluator {
   std::mutex mu_;                // guards pid_ against Abort racing a reap
   std::atomic<pid_t> pid_{0};
   std::atomic<bool> aborted_{false};
+  std::atomic<bool> restart_{false};
   int channel_fd_ = -1;
   int output_fd_ = -1;
   int pidfd_ = -1;
