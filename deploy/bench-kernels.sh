@@ -6,8 +6,10 @@
 # dense padded; ragged_paged_attention vs gather + flash_attention; plus this core's FMA peak
 # and DRAM read rate at the same ISA level for the roofline columns (roofline_bench).
 #
-#   deploy/bench-kernels.sh [--out DIR] [--reps N] [--quick] [--threads 1,2] [--rt] [--isa LEVEL]
+#   deploy/bench-kernels.sh [--out DIR] [--reps N] [--min-time S] [--quick] [--threads 1,2] [--rt] [--isa LEVEL]
 #
+# --min-time S is Google Benchmark's minimum time per repetition (default 0.5 s; --quick 0.1):
+# --reps 3 --min-time 0.2 runs every case of both ISA levels in about 10 minutes each.
 # --isa avx512|avx2|base runs every program's kernels at that level (at most the CPU's own), and
 # restricts OpenBLAS to the matching kernels so the baseline is the same ISA: avx2 uses
 # OPENBLAS_CORETYPE=Haswell, base uses Nehalem (SSE only); without --isa (or with the CPU's own
@@ -27,15 +29,17 @@ quick=0
 threads=1,2
 rt=()
 isa=
+min_time=
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --reps) reps=$2; shift 2 ;;
     --quick) quick=1; shift ;;
+    --min-time) min_time=$2; shift 2 ;;
     --threads) threads=$2; shift 2 ;;
     --rt) rt=(chrt -f 10); shift ;;
     --isa) isa=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -58,8 +62,9 @@ out=$out/$isa
 mkdir -p "$out"
 mm_shapes=()
 fce_shapes=()
+if [[ -n $min_time ]]; then common+=(--benchmark_min_time="$min_time"); fi
 if [[ $quick == 1 ]]; then
-  common+=(--benchmark_min_time=0.1)
+  [[ -n $min_time ]] || common+=(--benchmark_min_time=0.1)
   mm_shapes=(--shapes=256x256x256,1024x1024x1024,32x4096x1024)
   fce_shapes=(--shapes=1024x512x8192)
 fi
