@@ -116,6 +116,18 @@ class ParamCoder {
   ImportedParam param_;
 };
 
+// One record's configuration coded by `coders` from the object of its values into `config`; the
+// name of the first parameter that is missing or not a declared value otherwise (the record is
+// then skipped with a warning by the caller).
+std::optional<std::string> CodeConfig(const std::vector<ParamCoder>& coders, const json& values, Config& config) {
+  for (const auto& c : coders) {
+    const auto code = values.contains(c.param().name) ? c.Code(values[c.param().name]) : std::nullopt;
+    if (!code) return c.param().name;
+    config.Set(c.param().name, *code);
+  }
+  return std::nullopt;
+}
+
 // Kernel Tuner's failure markers, in the objective field (older releases) or under __error__.
 std::optional<std::pair<Outcome, std::string>> KernelTunerFailure(const std::string& marker) {
   if (marker == "InvalidConfig") return std::pair{Outcome::kInvalid, std::string("InvalidConfig (Kernel Tuner)")};
@@ -299,17 +311,10 @@ Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportO
       continue;
     }
     ImportedRecord r;
-    bool ok = true;
-    for (const auto& c : coders) {
-      const auto code = e.contains(c.param().name) ? c.Code(e[c.param().name]) : std::nullopt;
-      if (!code) {
-        set.warnings.push_back("entry '" + key + "': " + c.param().name + " missing or not a declared value; skipped");
-        ok = false;
-        break;
-      }
-      r.config.Set(c.param().name, *code);
+    if (const auto bad = CodeConfig(coders, e, r.config)) {
+      set.warnings.push_back("entry '" + key + "': " + *bad + " missing or not a declared value; skipped");
+      continue;
     }
-    if (!ok) continue;
     if (!seen.insert(r.config.ToString()).second) {
       set.warnings.push_back("entry '" + key + "' repeats config " + r.config.ToString() + "; the first is kept");
       continue;
@@ -385,16 +390,7 @@ Result<ImportedSet> ParseT4(const std::string& text, const ImportOptions& option
       continue;
     }
     ImportedRecord rec;
-    bool ok = true;
-    for (const auto& c : coders) {
-      const auto code = r["configuration"].contains(c.param().name) ? c.Code(r["configuration"][c.param().name]) : std::nullopt;
-      if (!code) {
-        ok = false;
-        break;
-      }
-      rec.config.Set(c.param().name, *code);
-    }
-    if (!ok || !seen.insert(rec.config.ToString()).second) {
+    if (CodeConfig(coders, r["configuration"], rec.config) || !seen.insert(rec.config.ToString()).second) {
       set.warnings.push_back("results[" + std::to_string(i) + "] skipped (incomplete or repeated configuration)");
       continue;
     }
@@ -552,17 +548,10 @@ Result<ImportedSet> ParseCLBlast(const std::string& text, const ImportOptions& o
       continue;
     }
     ImportedRecord rec;
-    bool ok = true;
-    for (const auto& c : coders) {
-      const auto code = r["parameters"].contains(c.param().name) ? c.Code(r["parameters"][c.param().name]) : std::nullopt;
-      if (!code) {
-        set.warnings.push_back(where + ": " + c.param().name + " missing or not an integer; skipped");
-        ok = false;
-        break;
-      }
-      rec.config.Set(c.param().name, *code);
+    if (const auto bad = CodeConfig(coders, r["parameters"], rec.config)) {
+      set.warnings.push_back(where + ": " + *bad + " missing or not an integer; skipped");
+      continue;
     }
-    if (!ok) continue;
     if (!seen.insert(rec.config.ToString()).second) {
       set.warnings.push_back(where + " repeats config " + rec.config.ToString() + "; the first is kept");
       continue;
