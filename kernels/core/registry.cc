@@ -34,6 +34,13 @@ Registry& TheRegistry() {
   return r;
 }
 
+// The position of `name` in r.all, or r.all.size(); the caller holds r.mu.
+size_t IndexOf(const Registry& r, std::string_view name) {
+  size_t i = 0;
+  while (i < r.all.size() && r.all[i]->name() != name) ++i;
+  return i;
+}
+
 }  // namespace
 
 std::vector<const KernelSpec*> AllKernels() {
@@ -46,12 +53,10 @@ Status RegisterKernel(std::unique_ptr<const KernelSpec> spec) {
   if (spec == nullptr) return InvalidArgument("no kernel to register");
   Registry& r = TheRegistry();
   std::unique_lock lock(r.mu);
-  for (const KernelSpec* k : r.all) {
-    if (k->name() == spec->name()) {
-      return InvalidArgument("kernel '" + std::string(spec->name()) + "' is already registered" +
-                                 (spec->source_file().empty() ? "" : " (" + std::string(spec->source_file()) + ")"),
-                             "name");
-    }
+  if (IndexOf(r, spec->name()) < r.all.size()) {
+    return InvalidArgument("kernel '" + std::string(spec->name()) + "' is already registered" +
+                               (spec->source_file().empty() ? "" : " (" + std::string(spec->source_file()) + ")"),
+                           "name");
   }
   r.all.push_back(spec.get());
   r.owned.push_back(std::move(spec));
@@ -62,9 +67,9 @@ Status ReplaceKernel(std::unique_ptr<const KernelSpec> spec) {
   if (spec == nullptr) return InvalidArgument("no kernel to register");
   Registry& r = TheRegistry();
   std::unique_lock lock(r.mu);
-  for (size_t i = 0; i < r.all.size(); ++i) {
-    if (r.all[i]->name() != spec->name()) continue;
-    if (i < r.built_in) return InvalidArgument("kernel '" + std::string(spec->name()) + "' is built in", "name");
+  const size_t i = IndexOf(r, spec->name());
+  if (i < r.built_in) return InvalidArgument("kernel '" + std::string(spec->name()) + "' is built in", "name");
+  if (i < r.all.size()) {
     r.all[i] = spec.get();
     r.owned.push_back(std::move(spec));
     return {};
@@ -75,10 +80,8 @@ Status ReplaceKernel(std::unique_ptr<const KernelSpec> spec) {
 const KernelSpec* FindKernel(std::string_view name) {
   Registry& r = TheRegistry();
   std::shared_lock lock(r.mu);
-  for (const KernelSpec* k : r.all) {
-    if (k->name() == name) return k;
-  }
-  return nullptr;
+  const size_t i = IndexOf(r, name);
+  return i < r.all.size() ? r.all[i] : nullptr;
 }
 
 }  // namespace blocktune
