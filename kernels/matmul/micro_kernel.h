@@ -111,6 +111,11 @@ void PackA(const float* a, int64_t lda, int rows, int64_t kc, float* dst) {
 // instead touches a new page every tile_cols floats (an 8 KiB stride at n = 2048), which
 // measured 5-8% of a 2048^3 product in TLB and prefetcher misses. f32 rows are copied;
 // other element types go through widen(src, dst, count).
+// PackBRows prefetches the row segment it will copy this many rows later: a block's rows are
+// ldb apart (a new page each at n >= 1024), so the hardware prefetcher restarts on every row and
+// each row's first lines would otherwise wait for DRAM.
+inline constexpr int64_t kPackBAheadRows = 4;
+
 template <typename T, typename Widen>
 void PackBRows(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, Widen widen, float* dst) {
   const int64_t panel_floats = kb * tile_cols;
@@ -121,6 +126,11 @@ void PackBRows(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, W
   for (int64_t p = 0; p < kb; ++p) {
     const T* s = b + p * ldb;
     float* d = dst + p * tile_cols;
+    if (p + kPackBAheadRows < kb) {
+      const char* ahead = reinterpret_cast<const char*>(s + kPackBAheadRows * ldb);
+      const char* ahead_end = reinterpret_cast<const char*>(s + kPackBAheadRows * ldb + nb);
+      for (; ahead < ahead_end; ahead += 64) __builtin_prefetch(ahead, 0, 3);
+    }
     int64_t j = 0;
     if constexpr (std::is_same_v<T, float>) {
       if (tile_cols == 16) {
