@@ -93,10 +93,16 @@ inline constexpr std::array<Row, 30> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "b2048_h1024_v16384_backward0", {192, 512, 512}, 236995641.0, 5, 17, 4036, ""},
 }};
 
+// Per row, whether its fingerprint is known and not this build's (StaleFlags in resolve.h,
+// evaluated by the compiler): the answer's `stale`.
+inline constexpr std::array<bool, 30> kStale = StaleFlags(kRows, kBuildFingerprint);
+
 // The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
 // (every row key and its prefixes at component boundaries, sorted) with their depths, the
-// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
-// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+// ids of their prefixes and a hash table of them; dtypes; choices (for each row key and each
+// prefix of one with three or more components, per dtype and bucket: the row an exact lookup
+// of that name takes, and the row a fallback to it takes) with a hash table on name, dtype and
+// rounded dims.
 inline constexpr std::array<std::string_view, 15> kNames{{
     "x86_64",
     "x86_64.avx2",
@@ -134,104 +140,119 @@ inline constexpr std::array<std::uint32_t, 75> kPrefix{{
     0, 6, 11, 12, 14,
 }};
 inline constexpr std::array<HashSlot, 32> kNameSlots{{
-    {0x55f28cc4b6920d13ull, 11},
-    {0xd438edc2ededb0a4ull, 5},
-    {0x742b48f1bb286023ull, 0},
-    {0x6a0457fa18ef279full, 3},
-    {0x5ef0f2275d42e438ull, 2},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xdecad414c2eebcfdull, 12},
-    {0, kNoId},
-    {0x535af8d0353446d5ull, 6},
-    {0, kNoId},
-    {0, kNoId},
-    {0x90b6f66ef3a90497ull, 13},
-    {0x69fd4e89b385d5f7ull, 8},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0x4284648dae9b9674ull, 14},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xee9fc3717e3d3c0eull, 7},
-    {0xa4cb77c10d732fcfull, 1},
-    {0xdbf01135122b3d5dull, 9},
-    {0xd828743980f35851ull, 10},
-    {0, kNoId},
-    {0x38046b8082d136e6ull, 4},
-    {0, kNoId},
+    {0x55f28cc4b6920d13ull, 11}, {0xd438edc2ededb0a4ull, 5}, {0x742b48f1bb286023ull, 0}, {0x6a0457fa18ef279full, 3},
+    {0x5ef0f2275d42e438ull, 2}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xdecad414c2eebcfdull, 12}, {0, kNoId}, {0x535af8d0353446d5ull, 6}, {0, kNoId},
+    {0, kNoId}, {0x90b6f66ef3a90497ull, 13}, {0x69fd4e89b385d5f7ull, 8}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x4284648dae9b9674ull, 14}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xee9fc3717e3d3c0eull, 7}, {0xa4cb77c10d732fcfull, 1}, {0xdbf01135122b3d5dull, 9},
+    {0xd828743980f35851ull, 10}, {0, kNoId}, {0x38046b8082d136e6ull, 4}, {0, kNoId},
 }};
 inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
 using Bucket = std::array<std::int64_t, 4>;
-inline constexpr std::array<RunInfo<Bucket>, 5> kRuns{{
-    {0, {{1024, 512, 8192, 0}}, 0, 6},
-    {0, {{1024, 512, 8192, 1}}, 6, 12},
-    {1, {{1024, 512, 8192, 0}}, 12, 18},
-    {1, {{1024, 512, 8192, 1}}, 18, 24},
-    {1, {{2048, 1024, 16384, 0}}, 24, 30},
+// {name, dtype, rounded dims, exact row, fallback row}
+inline constexpr std::array<Choice<Bucket>, 60> kChoices{{
+    {2, 0, {{1024, 512, 8192, 0}}, kNoId, 0},
+    {3, 0, {{1024, 512, 8192, 0}}, kNoId, 0},
+    {4, 0, {{1024, 512, 8192, 0}}, 0, 0},
+    {5, 0, {{1024, 512, 8192, 0}}, 5, 5},
+    {7, 0, {{1024, 512, 8192, 0}}, kNoId, 10},
+    {8, 0, {{1024, 512, 8192, 0}}, kNoId, 10},
+    {9, 0, {{1024, 512, 8192, 0}}, 10, 10},
+    {10, 0, {{1024, 512, 8192, 0}}, 15, 15},
+    {11, 0, {{1024, 512, 8192, 0}}, kNoId, 20},
+    {12, 0, {{1024, 512, 8192, 0}}, kNoId, 20},
+    {13, 0, {{1024, 512, 8192, 0}}, 20, 20},
+    {14, 0, {{1024, 512, 8192, 0}}, 25, 25},
+    {2, 0, {{1024, 512, 8192, 1}}, kNoId, 1},
+    {3, 0, {{1024, 512, 8192, 1}}, kNoId, 1},
+    {4, 0, {{1024, 512, 8192, 1}}, 1, 1},
+    {5, 0, {{1024, 512, 8192, 1}}, 6, 6},
+    {7, 0, {{1024, 512, 8192, 1}}, kNoId, 11},
+    {8, 0, {{1024, 512, 8192, 1}}, kNoId, 11},
+    {9, 0, {{1024, 512, 8192, 1}}, 11, 11},
+    {10, 0, {{1024, 512, 8192, 1}}, 16, 16},
+    {11, 0, {{1024, 512, 8192, 1}}, kNoId, 21},
+    {12, 0, {{1024, 512, 8192, 1}}, kNoId, 21},
+    {13, 0, {{1024, 512, 8192, 1}}, 21, 21},
+    {14, 0, {{1024, 512, 8192, 1}}, 26, 26},
+    {2, 1, {{1024, 512, 8192, 0}}, kNoId, 2},
+    {3, 1, {{1024, 512, 8192, 0}}, kNoId, 2},
+    {4, 1, {{1024, 512, 8192, 0}}, 2, 2},
+    {5, 1, {{1024, 512, 8192, 0}}, 7, 7},
+    {7, 1, {{1024, 512, 8192, 0}}, kNoId, 12},
+    {8, 1, {{1024, 512, 8192, 0}}, kNoId, 12},
+    {9, 1, {{1024, 512, 8192, 0}}, 12, 12},
+    {10, 1, {{1024, 512, 8192, 0}}, 17, 17},
+    {11, 1, {{1024, 512, 8192, 0}}, kNoId, 22},
+    {12, 1, {{1024, 512, 8192, 0}}, kNoId, 22},
+    {13, 1, {{1024, 512, 8192, 0}}, 22, 22},
+    {14, 1, {{1024, 512, 8192, 0}}, 27, 27},
+    {2, 1, {{1024, 512, 8192, 1}}, kNoId, 3},
+    {3, 1, {{1024, 512, 8192, 1}}, kNoId, 3},
+    {4, 1, {{1024, 512, 8192, 1}}, 3, 3},
+    {5, 1, {{1024, 512, 8192, 1}}, 8, 8},
+    {7, 1, {{1024, 512, 8192, 1}}, kNoId, 13},
+    {8, 1, {{1024, 512, 8192, 1}}, kNoId, 13},
+    {9, 1, {{1024, 512, 8192, 1}}, 13, 13},
+    {10, 1, {{1024, 512, 8192, 1}}, 18, 18},
+    {11, 1, {{1024, 512, 8192, 1}}, kNoId, 23},
+    {12, 1, {{1024, 512, 8192, 1}}, kNoId, 23},
+    {13, 1, {{1024, 512, 8192, 1}}, 23, 23},
+    {14, 1, {{1024, 512, 8192, 1}}, 28, 28},
+    {2, 1, {{2048, 1024, 16384, 0}}, kNoId, 4},
+    {3, 1, {{2048, 1024, 16384, 0}}, kNoId, 4},
+    {4, 1, {{2048, 1024, 16384, 0}}, 4, 4},
+    {5, 1, {{2048, 1024, 16384, 0}}, 9, 9},
+    {7, 1, {{2048, 1024, 16384, 0}}, kNoId, 14},
+    {8, 1, {{2048, 1024, 16384, 0}}, kNoId, 14},
+    {9, 1, {{2048, 1024, 16384, 0}}, 14, 14},
+    {10, 1, {{2048, 1024, 16384, 0}}, 19, 19},
+    {11, 1, {{2048, 1024, 16384, 0}}, kNoId, 24},
+    {12, 1, {{2048, 1024, 16384, 0}}, kNoId, 24},
+    {13, 1, {{2048, 1024, 16384, 0}}, 24, 24},
+    {14, 1, {{2048, 1024, 16384, 0}}, 29, 29},
 }};
-inline constexpr std::array<HashSlot, 16> kRunSlots{{
-    {0, kNoId},
-    {0xf2386bce343b2d5cull, 2},
-    {0, kNoId},
-    {0x24b435d692494e5full, 1},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xacde65491acc56d3ull, 3},
-    {0x7b39acc88b3e66ffull, 0},
-    {0, kNoId},
-    {0xdcdc8d2d1d2e0317ull, 4},
-    {0, kNoId},
-}};
-inline constexpr std::array<RunEntry, 30> kEntries{{
-    {4, 0},
-    {5, 5},
-    {9, 10},
-    {10, 15},
-    {13, 20},
-    {14, 25},
-    {4, 1},
-    {5, 6},
-    {9, 11},
-    {10, 16},
-    {13, 21},
-    {14, 26},
-    {4, 2},
-    {5, 7},
-    {9, 12},
-    {10, 17},
-    {13, 22},
-    {14, 27},
-    {4, 3},
-    {5, 8},
-    {9, 13},
-    {10, 18},
-    {13, 23},
-    {14, 28},
-    {4, 4},
-    {5, 9},
-    {9, 14},
-    {10, 19},
-    {13, 24},
-    {14, 29},
+inline constexpr std::array<HashSlot, 128> kChoiceSlots{{
+    {0, kNoId}, {0x0223cb6c36d3150full, 2}, {0x58e4a24639fc0dd0ull, 16}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0xc660c7b06e3edf01ull, 54},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0x64699e21feb82850ull, 17},
+    {0x08e194cfebe8100cull, 46}, {0, kNoId}, {0, kNoId}, {0xe665e25ad59594a5ull, 42},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0x961a7aa938dacbd7ull, 57},
+    {0, kNoId}, {0x16cd9fa65323c10eull, 35}, {0xacdab7344375a7f7ull, 56}, {0x8260b9fe9093ca27ull, 11},
+    {0, kNoId}, {0, kNoId}, {0x22f3bff4b9de6c7cull, 47}, {0xdbfc6a93557ab056ull, 14},
+    {0x1424af2abb9ed875ull, 28}, {0xf9bab0a7bfa5f72bull, 48}, {0xf3f27cea8c947424ull, 1}, {0xdf204b01b0ab506cull, 58},
+    {0, kNoId}, {0, kNoId}, {0x274566099849083cull, 0}, {0xd439214be0606dedull, 45},
+    {0x76846f087e5500b2ull, 13}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x7cba27067b7edae7ull, 44}, {0xb751f7f4bd48b63dull, 30},
+    {0x147ed49df91d5fdfull, 20}, {0, kNoId}, {0xbbb1319940422d94ull, 27}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x6e79533441b8cc28ull, 31}, {0xe053824b94c19ad2ull, 37}, {0xaf2a61540f9c73c2ull, 33}, {0x7beb447f64bf81bbull, 43},
+    {0xdede03b5803c1647ull, 53}, {0x3ecc4310d1cfaecbull, 32}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0xa32cafe95a0cfcefull, 50}, {0x7e5368d772170b3full, 6},
+    {0x615f4a1058792d4eull, 38}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x1ee0c36bc430dde0ull, 12}, {0x00926c4c63d893c1ull, 40}, {0xd52cbf9e794249b4ull, 4},
+    {0x40f2ebbcc82ec549ull, 51}, {0x9e853cb6972627beull, 18}, {0, kNoId}, {0, kNoId},
+    {0xc42e1030a73fb9a0ull, 59}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x12e64db97d6b6abeull, 52}, {0, kNoId}, {0x5ddef38e9f57f468ull, 8},
+    {0, kNoId}, {0, kNoId}, {0x49010f0ec85ec21dull, 19}, {0x29f8d97d74be6632ull, 23},
+    {0x07ceaecd9be3a201ull, 3}, {0, kNoId}, {0x36676a431f81d03full, 36}, {0, kNoId},
+    {0xddc5434dbb2a5ce0ull, 7}, {0x7672c4be8740ddb4ull, 29}, {0, kNoId}, {0x7f43ef19bc03d1fbull, 41},
+    {0, kNoId}, {0xa3310675ad8a4c3eull, 49}, {0x1a370f39752fdafcull, 34}, {0xe2cff53ba50e0667ull, 15},
+    {0xbce00dd5176c7791ull, 22}, {0xcaa7f235a86fdc2bull, 26}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x7da466e8b83768ecull, 55}, {0xd9ad83ab9bce1f70ull, 9}, {0x56b7e659c92ab81dull, 10},
+    {0x508957e4a2a80d40ull, 24}, {0x622e2c9743b8b3ecull, 39}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x6b473758c7110cf5ull, 21}, {0, kNoId}, {0, kNoId},
+    {0x5fbfe875ef15213aull, 5}, {0, kNoId}, {0, kNoId}, {0x68755659d51dd53aull, 25},
 }};
 inline constexpr IndexView<Bucket> kIndex{
     kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
     {kNameSlots.data(), 0x5e4d770f93e9e90bull, 5},
-    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
-    {kRunSlots.data(), 0xd573529b34a1d093ull, 4},
-    kEntries.data(), kEntries.size()};
+    kDtypes.data(), kDtypes.size(), kChoices.data(), kChoices.size(),
+    {kChoiceSlots.data(), 0x2680d065cb73ece7ull, 7}};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -242,8 +263,7 @@ inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 4>& dims) {
   // The keys this thread looked up before, resolved (QueryMemo in resolve.h).
   thread_local QueryMemo memo;
-  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),
-                   kBuildFingerprint);
+  return LookupInTable<kRows, kStale, kIndex, kDefault, kDims>(memo, dims, hardware_key, dtype);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
@@ -252,11 +272,10 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
 // the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
-// the host's key at every thread count against kNames; later calls hash integers only.
+// the host's key at every thread count against kNames; later calls start from those.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t b, std::int64_t h, std::int64_t v, std::int64_t backward) {
   static const HostChain host = kIndex.ForHost();
-  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{b, h, v, backward}}, threads, dtype),
-                   kBuildFingerprint);
+  return LookupInTableForHost<kRows, kStale, kIndex, kDefault, kDims>(host, {{b, h, v, backward}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::fused_cross_entropy

@@ -81,10 +81,16 @@ inline constexpr std::array<Row, 18> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 512}, 28410246.0, 5, 14, 3861, ""},
 }};
 
+// Per row, whether its fingerprint is known and not this build's (StaleFlags in resolve.h,
+// evaluated by the compiler): the answer's `stale`.
+inline constexpr std::array<bool, 18> kStale = StaleFlags(kRows, kBuildFingerprint);
+
 // The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
 // (every row key and its prefixes at component boundaries, sorted) with their depths, the
-// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
-// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+// ids of their prefixes and a hash table of them; dtypes; choices (for each row key and each
+// prefix of one with three or more components, per dtype and bucket: the row an exact lookup
+// of that name takes, and the row a fallback to it takes) with a hash table on name, dtype and
+// rounded dims.
 inline constexpr std::array<std::string_view, 15> kNames{{
     "x86_64",
     "x86_64.avx2",
@@ -122,82 +128,95 @@ inline constexpr std::array<std::uint32_t, 75> kPrefix{{
     0, 6, 11, 12, 14,
 }};
 inline constexpr std::array<HashSlot, 32> kNameSlots{{
-    {0x55f28cc4b6920d13ull, 11},
-    {0xd438edc2ededb0a4ull, 5},
-    {0x742b48f1bb286023ull, 0},
-    {0x6a0457fa18ef279full, 3},
-    {0x5ef0f2275d42e438ull, 2},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xdecad414c2eebcfdull, 12},
-    {0, kNoId},
-    {0x535af8d0353446d5ull, 6},
-    {0, kNoId},
-    {0, kNoId},
-    {0x90b6f66ef3a90497ull, 13},
-    {0x69fd4e89b385d5f7ull, 8},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0x4284648dae9b9674ull, 14},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xee9fc3717e3d3c0eull, 7},
-    {0xa4cb77c10d732fcfull, 1},
-    {0xdbf01135122b3d5dull, 9},
-    {0xd828743980f35851ull, 10},
-    {0, kNoId},
-    {0x38046b8082d136e6ull, 4},
-    {0, kNoId},
+    {0x55f28cc4b6920d13ull, 11}, {0xd438edc2ededb0a4ull, 5}, {0x742b48f1bb286023ull, 0}, {0x6a0457fa18ef279full, 3},
+    {0x5ef0f2275d42e438ull, 2}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xdecad414c2eebcfdull, 12}, {0, kNoId}, {0x535af8d0353446d5ull, 6}, {0, kNoId},
+    {0, kNoId}, {0x90b6f66ef3a90497ull, 13}, {0x69fd4e89b385d5f7ull, 8}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x4284648dae9b9674ull, 14}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xee9fc3717e3d3c0eull, 7}, {0xa4cb77c10d732fcfull, 1}, {0xdbf01135122b3d5dull, 9},
+    {0xd828743980f35851ull, 10}, {0, kNoId}, {0x38046b8082d136e6ull, 4}, {0, kNoId},
 }};
 inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
 using Bucket = std::array<std::int64_t, 4>;
-inline constexpr std::array<RunInfo<Bucket>, 3> kRuns{{
-    {0, {{4096, 1024, 1024, 64}}, 0, 6},
-    {1, {{4096, 1024, 1024, 8}}, 6, 12},
-    {1, {{4096, 1024, 1024, 64}}, 12, 18},
+// {name, dtype, rounded dims, exact row, fallback row}
+inline constexpr std::array<Choice<Bucket>, 36> kChoices{{
+    {2, 0, {{4096, 1024, 1024, 64}}, kNoId, 0},
+    {3, 0, {{4096, 1024, 1024, 64}}, kNoId, 0},
+    {4, 0, {{4096, 1024, 1024, 64}}, 0, 0},
+    {5, 0, {{4096, 1024, 1024, 64}}, 3, 3},
+    {7, 0, {{4096, 1024, 1024, 64}}, kNoId, 6},
+    {8, 0, {{4096, 1024, 1024, 64}}, kNoId, 6},
+    {9, 0, {{4096, 1024, 1024, 64}}, 6, 6},
+    {10, 0, {{4096, 1024, 1024, 64}}, 9, 9},
+    {11, 0, {{4096, 1024, 1024, 64}}, kNoId, 12},
+    {12, 0, {{4096, 1024, 1024, 64}}, kNoId, 12},
+    {13, 0, {{4096, 1024, 1024, 64}}, 12, 12},
+    {14, 0, {{4096, 1024, 1024, 64}}, 15, 15},
+    {2, 1, {{4096, 1024, 1024, 8}}, kNoId, 2},
+    {3, 1, {{4096, 1024, 1024, 8}}, kNoId, 2},
+    {4, 1, {{4096, 1024, 1024, 8}}, 2, 2},
+    {5, 1, {{4096, 1024, 1024, 8}}, 5, 5},
+    {7, 1, {{4096, 1024, 1024, 8}}, kNoId, 8},
+    {8, 1, {{4096, 1024, 1024, 8}}, kNoId, 8},
+    {9, 1, {{4096, 1024, 1024, 8}}, 8, 8},
+    {10, 1, {{4096, 1024, 1024, 8}}, 11, 11},
+    {11, 1, {{4096, 1024, 1024, 8}}, kNoId, 14},
+    {12, 1, {{4096, 1024, 1024, 8}}, kNoId, 14},
+    {13, 1, {{4096, 1024, 1024, 8}}, 14, 14},
+    {14, 1, {{4096, 1024, 1024, 8}}, 17, 17},
+    {2, 1, {{4096, 1024, 1024, 64}}, kNoId, 1},
+    {3, 1, {{4096, 1024, 1024, 64}}, kNoId, 1},
+    {4, 1, {{4096, 1024, 1024, 64}}, 1, 1},
+    {5, 1, {{4096, 1024, 1024, 64}}, 4, 4},
+    {7, 1, {{4096, 1024, 1024, 64}}, kNoId, 7},
+    {8, 1, {{4096, 1024, 1024, 64}}, kNoId, 7},
+    {9, 1, {{4096, 1024, 1024, 64}}, 7, 7},
+    {10, 1, {{4096, 1024, 1024, 64}}, 10, 10},
+    {11, 1, {{4096, 1024, 1024, 64}}, kNoId, 13},
+    {12, 1, {{4096, 1024, 1024, 64}}, kNoId, 13},
+    {13, 1, {{4096, 1024, 1024, 64}}, 13, 13},
+    {14, 1, {{4096, 1024, 1024, 64}}, 16, 16},
 }};
-inline constexpr std::array<HashSlot, 8> kRunSlots{{
-    {0x72b7617059275bbdull, 2},
-    {0, kNoId},
-    {0, kNoId},
-    {0x6ae4577d09ddca4cull, 1},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0x1d7dd6c06e3c86b9ull, 0},
-}};
-inline constexpr std::array<RunEntry, 18> kEntries{{
-    {4, 0},
-    {5, 3},
-    {9, 6},
-    {10, 9},
-    {13, 12},
-    {14, 15},
-    {4, 2},
-    {5, 5},
-    {9, 8},
-    {10, 11},
-    {13, 14},
-    {14, 17},
-    {4, 1},
-    {5, 4},
-    {9, 7},
-    {10, 10},
-    {13, 13},
-    {14, 16},
+inline constexpr std::array<HashSlot, 128> kChoiceSlots{{
+    {0x0d52c2446f09d8ccull, 8}, {0, kNoId}, {0, kNoId}, {0x73c0774d3be834f4ull, 17},
+    {0xc3770be1b8e7a532ull, 12}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x44833715fcebf384ull, 33}, {0, kNoId}, {0x21850c867410e468ull, 3},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x8f5ba2135c5319a8ull, 19}, {0, kNoId}, {0, kNoId}, {0xba1c0bea59607786ull, 4},
+    {0, kNoId}, {0x2cc8edabfabfb877ull, 30}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x331e85a68076863cull, 28}, {0, kNoId}, {0x5cbb7501dabb318dull, 22},
+    {0x4ebc69df0b6df7dbull, 15}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x035413bbe1a5a8bdull, 10}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xbd41c1e4ef5da2b3ull, 0}, {0, kNoId}, {0, kNoId},
+    {0xc70171338ef99bc4ull, 23}, {0, kNoId}, {0xed4b9abe5bb42b73ull, 9}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x61c2eedc6f8a4a4cull, 1}, {0, kNoId}, {0, kNoId}, {0x0134c21470c1fcfcull, 34},
+    {0xdabfc24c28464437ull, 11}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xccc13b3734201d35ull, 13}, {0x184a64239882e200ull, 35}, {0x37796a7245f7472cull, 25}, {0xdbf79ceb1b9793b1ull, 6},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x59a4d7f27481aaa4ull, 32}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x34de620c2cf4f763ull, 7}, {0, kNoId}, {0xa2dc18af29beee7aull, 2}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xc776e879a409518cull, 21}, {0x1233275294cb7222ull, 27}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x37a561b9d29a8920ull, 26}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x9921defcdf1ad7c2ull, 16}, {0x8e871c84dd08626eull, 20}, {0, kNoId},
+    {0xd7b49e07edf2ff57ull, 18}, {0, kNoId}, {0, kNoId}, {0xb7579c370c178fa8ull, 24},
+    {0, kNoId}, {0, kNoId}, {0xaad3c6cbcac2d5a6ull, 14}, {0xe41db72a335c23dbull, 5},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x7982fe7c6d1fc5f9ull, 29}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xc59254215daea936ull, 31}, {0, kNoId}, {0, kNoId},
 }};
 inline constexpr IndexView<Bucket> kIndex{
     kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
     {kNameSlots.data(), 0x5e4d770f93e9e90bull, 5},
-    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
-    {kRunSlots.data(), 0xd573529b34a1d093ull, 3},
-    kEntries.data(), kEntries.size()};
+    kDtypes.data(), kDtypes.size(), kChoices.data(), kChoices.size(),
+    {kChoiceSlots.data(), 0x8931545f4f9ea651ull, 7}};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -208,8 +227,7 @@ inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 4>& dims) {
   // The keys this thread looked up before, resolved (QueryMemo in resolve.h).
   thread_local QueryMemo memo;
-  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),
-                   kBuildFingerprint);
+  return LookupInTable<kRows, kStale, kIndex, kDefault, kDims>(memo, dims, hardware_key, dtype);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
@@ -218,11 +236,10 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
 // the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
-// the host's key at every thread count against kNames; later calls hash integers only.
+// the host's key at every thread count against kNames; later calls start from those.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
   static const HostChain host = kIndex.ForHost();
-  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, k, n, groups}}, threads, dtype),
-                   kBuildFingerprint);
+  return LookupInTableForHost<kRows, kStale, kIndex, kDefault, kDims>(host, {{m, k, n, groups}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::grouped_matmul

@@ -89,10 +89,16 @@ inline constexpr std::array<Row, 24> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {32, 1}, 7001562.25, 5, 10, 4097, ""},
 }};
 
+// Per row, whether its fingerprint is known and not this build's (StaleFlags in resolve.h,
+// evaluated by the compiler): the answer's `stale`.
+inline constexpr std::array<bool, 24> kStale = StaleFlags(kRows, kBuildFingerprint);
+
 // The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
 // (every row key and its prefixes at component boundaries, sorted) with their depths, the
-// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
-// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+// ids of their prefixes and a hash table of them; dtypes; choices (for each row key and each
+// prefix of one with three or more components, per dtype and bucket: the row an exact lookup
+// of that name takes, and the row a fallback to it takes) with a hash table on name, dtype and
+// rounded dims.
 inline constexpr std::array<std::string_view, 15> kNames{{
     "x86_64",
     "x86_64.avx2",
@@ -130,89 +136,107 @@ inline constexpr std::array<std::uint32_t, 75> kPrefix{{
     0, 6, 11, 12, 14,
 }};
 inline constexpr std::array<HashSlot, 32> kNameSlots{{
-    {0x55f28cc4b6920d13ull, 11},
-    {0xd438edc2ededb0a4ull, 5},
-    {0x742b48f1bb286023ull, 0},
-    {0x6a0457fa18ef279full, 3},
-    {0x5ef0f2275d42e438ull, 2},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xdecad414c2eebcfdull, 12},
-    {0, kNoId},
-    {0x535af8d0353446d5ull, 6},
-    {0, kNoId},
-    {0, kNoId},
-    {0x90b6f66ef3a90497ull, 13},
-    {0x69fd4e89b385d5f7ull, 8},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0x4284648dae9b9674ull, 14},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xee9fc3717e3d3c0eull, 7},
-    {0xa4cb77c10d732fcfull, 1},
-    {0xdbf01135122b3d5dull, 9},
-    {0xd828743980f35851ull, 10},
-    {0, kNoId},
-    {0x38046b8082d136e6ull, 4},
-    {0, kNoId},
+    {0x55f28cc4b6920d13ull, 11}, {0xd438edc2ededb0a4ull, 5}, {0x742b48f1bb286023ull, 0}, {0x6a0457fa18ef279full, 3},
+    {0x5ef0f2275d42e438ull, 2}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xdecad414c2eebcfdull, 12}, {0, kNoId}, {0x535af8d0353446d5ull, 6}, {0, kNoId},
+    {0, kNoId}, {0x90b6f66ef3a90497ull, 13}, {0x69fd4e89b385d5f7ull, 8}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x4284648dae9b9674ull, 14}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xee9fc3717e3d3c0eull, 7}, {0xa4cb77c10d732fcfull, 1}, {0xdbf01135122b3d5dull, 9},
+    {0xd828743980f35851ull, 10}, {0, kNoId}, {0x38046b8082d136e6ull, 4}, {0, kNoId},
 }};
 inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
 using Bucket = std::array<std::int64_t, 7>;
-inline constexpr std::array<RunInfo<Bucket>, 4> kRuns{{
-    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 6},
-    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 6, 12},
-    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 12, 18},
-    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 18, 24},
+// {name, dtype, rounded dims, exact row, fallback row}
+inline constexpr std::array<Choice<Bucket>, 48> kChoices{{
+    {2, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 0},
+    {3, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 0},
+    {4, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 0},
+    {5, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 4, 4},
+    {7, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 8},
+    {8, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 8},
+    {9, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 8, 8},
+    {10, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 12, 12},
+    {11, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 16},
+    {12, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 16},
+    {13, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 16, 16},
+    {14, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 20, 20},
+    {2, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 1},
+    {3, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 1},
+    {4, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 1, 1},
+    {5, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 5, 5},
+    {7, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 9},
+    {8, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 9},
+    {9, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 9, 9},
+    {10, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 13, 13},
+    {11, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 17},
+    {12, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 17},
+    {13, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 17, 17},
+    {14, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 21, 21},
+    {2, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 2},
+    {3, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 2},
+    {4, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 2, 2},
+    {5, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 6, 6},
+    {7, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 10},
+    {8, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 10},
+    {9, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 10, 10},
+    {10, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 14, 14},
+    {11, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 18},
+    {12, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 18},
+    {13, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 18, 18},
+    {14, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 22, 22},
+    {2, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 3},
+    {3, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 3},
+    {4, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 3, 3},
+    {5, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 7, 7},
+    {7, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 11},
+    {8, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 11},
+    {9, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 11, 11},
+    {10, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 15, 15},
+    {11, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 19},
+    {12, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 19},
+    {13, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 19, 19},
+    {14, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 23, 23},
 }};
-inline constexpr std::array<HashSlot, 8> kRunSlots{{
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xa673c2595b2102a4ull, 1},
-    {0x0922177fcc75eea0ull, 0},
-    {0xa56927b6e51a94beull, 2},
-    {0xc5061a1915946329ull, 3},
-    {0, kNoId},
-}};
-inline constexpr std::array<RunEntry, 24> kEntries{{
-    {4, 0},
-    {5, 4},
-    {9, 8},
-    {10, 12},
-    {13, 16},
-    {14, 20},
-    {4, 1},
-    {5, 5},
-    {9, 9},
-    {10, 13},
-    {13, 17},
-    {14, 21},
-    {4, 2},
-    {5, 6},
-    {9, 10},
-    {10, 14},
-    {13, 18},
-    {14, 22},
-    {4, 3},
-    {5, 7},
-    {9, 11},
-    {10, 15},
-    {13, 19},
-    {14, 23},
+inline constexpr std::array<HashSlot, 128> kChoiceSlots{{
+    {0x75e0f5bdfd0cdcb3ull, 18}, {0, kNoId}, {0x43ccab39984ffed8ull, 11}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x80819b763cc55730ull, 10}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x77248f36faf1a329ull, 42}, {0x6990ec94b1a64a8bull, 12},
+    {0x6fdf99684ff9d510ull, 41}, {0, kNoId}, {0xdca7f4bdafd92ddfull, 15}, {0x003ee4eeb523bb70ull, 31},
+    {0x0d4eb882e23d4124ull, 43}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x4cec4e268f8a5ebcull, 47}, {0, kNoId},
+    {0x244931687a4be704ull, 26}, {0xe58cae98248f6a74ull, 45}, {0, kNoId}, {0x1c49c9a750a7ba81ull, 24},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x9ccfb99b45700ad1ull, 22}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x05a82042f136eac7ull, 37}, {0, kNoId}, {0xbf7ffa14770cd0b8ull, 4},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x1c90cba962d2b01cull, 27}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x2f22c91d30b9ceb5ull, 13}, {0x915ba68e0cf07d6dull, 23}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x8a8b4186d7c2ccd1ull, 25}, {0, kNoId},
+    {0x6932be1b3a80477full, 33}, {0xe5b6f8d87e3ccc5dull, 17}, {0, kNoId}, {0x832645be5cde8fe7ull, 14},
+    {0x06bd9b42810185c5ull, 19}, {0, kNoId}, {0, kNoId}, {0x110248342f7e557bull, 32},
+    {0, kNoId}, {0, kNoId}, {0x64193c1deb8b472dull, 20}, {0x2f41321659f304c6ull, 1},
+    {0xc07b84a880802e43ull, 2}, {0, kNoId}, {0xe69f7c987580e3cfull, 5}, {0x9ebe827480903eefull, 39},
+    {0x994f018d29de09c4ull, 40}, {0x78e34f810b744982ull, 9}, {0xb4d1273bcd9cda86ull, 0}, {0x5497c6208f5aa3baull, 6},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0x10bb46321d9352f2ull, 29},
+    {0, kNoId}, {0x281dfe6f1cb74f2dull, 35}, {0x212c7f724ee043a7ull, 7}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x0acb7081430c1962ull, 46}, {0, kNoId}, {0x84f2f73a6f347a14ull, 3}, {0x4222983ea354da13ull, 34},
+    {0, kNoId}, {0xc6c1ab218ccbeddaull, 28}, {0, kNoId}, {0, kNoId},
+    {0xc577ffd9ef24e450ull, 30}, {0x4128522ba047a38full, 38}, {0, kNoId}, {0, kNoId},
+    {0x278e00930c162e5bull, 8}, {0xde842ec44eb35909ull, 44}, {0x56118cfb267f1d1full, 16}, {0xc8bc6143cad39102ull, 21},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0x5d5a3540a184da9eull, 36},
 }};
 inline constexpr IndexView<Bucket> kIndex{
     kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
     {kNameSlots.data(), 0x5e4d770f93e9e90bull, 5},
-    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
-    {kRunSlots.data(), 0xd573529b34a1d093ull, 3},
-    kEntries.data(), kEntries.size()};
+    kDtypes.data(), kDtypes.size(), kChoices.data(), kChoices.size(),
+    {kChoiceSlots.data(), 0x2680d065cb73ece7ull, 7}};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -223,8 +247,7 @@ inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 7>& dims) {
   // The keys this thread looked up before, resolved (QueryMemo in resolve.h).
   thread_local QueryMemo memo;
-  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),
-                   kBuildFingerprint);
+  return LookupInTable<kRows, kStale, kIndex, kDefault, kDims>(memo, dims, hardware_key, dtype);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
@@ -233,11 +256,10 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
 // the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
-// the host's key at every thread count against kNames; later calls hash integers only.
+// the host's key at every thread count against kNames; later calls start from those.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
   static const HostChain host = kIndex.ForHost();
-  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}}, threads, dtype),
-                   kBuildFingerprint);
+  return LookupInTableForHost<kRows, kStale, kIndex, kDefault, kDims>(host, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::ragged_paged_attention
