@@ -5,8 +5,9 @@
 //   valgrind --tool=callgrind --callgrind-out-file=/dev/null build/tables/bench/lookup_count CASE N
 //
 // CASE: exact_hit, fallback_threads, fallback_model, default, for_host (the keys and dims of
-// lookup_bench.cc). The dims are read through volatile variables so no lookup is folded into a
-// constant, and two fields of every answer are summed into the exit status's checksum.
+// lookup_bench.cc; a keyed case checks its answer's source first, as lookup_bench does). The
+// dims are read through a volatile variable so no lookup is folded into a constant, and two
+// fields of every answer are summed into the checksum printed at the end.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -23,14 +24,15 @@ struct Case {
   std::string_view name;
   std::string_view key;  // empty: LookupForHost(1, ...)
   std::int64_t dim;
+  blocktune::tables::Source expected;  // checked once before counting (any source for for_host)
 };
 
 constexpr Case kCases[] = {
-    {"exact_hit", "x86_64.avx2.amd.fam25_mod1.t1", 1000},
-    {"fallback_threads", "x86_64.avx2.amd.fam25_mod1.t4", 1000},
-    {"fallback_model", "x86_64.avx2.amd.fam25_mod33.t1", 1000},
-    {"default", "x86_64.avx2.amd.fam25_mod1.t1", 3},
-    {"for_host", "", 1000},
+    {"exact_hit", "x86_64.avx2.amd.fam25_mod1.t1", 1000, blocktune::tables::Source::kTuned},
+    {"fallback_threads", "x86_64.avx2.amd.fam25_mod1.t4", 1000, blocktune::tables::Source::kTunedFallback},
+    {"fallback_model", "x86_64.avx2.amd.fam25_mod33.t1", 1000, blocktune::tables::Source::kTunedFallback},
+    {"default", "x86_64.avx2.amd.fam25_mod1.t1", 3, blocktune::tables::Source::kDefault},
+    {"for_host", "", 1000, blocktune::tables::Source::kDefault},
 };
 
 }  // namespace
@@ -51,6 +53,15 @@ int main(int argc, char** argv) {
   const long n = std::atol(argv[2]);
   const std::string key(c->key);  // a runtime string, as an application would hold it
   volatile std::int64_t dim = c->dim;
+  if (!key.empty()) {
+    const auto first = mm::LookupBlockSizes(key, "f32", c->dim, c->dim, c->dim);
+    if (first.source != c->expected) {
+      std::fprintf(stderr, "lookup_count: %s answered %s, expected %s\n", argv[1],
+                   std::string(blocktune::tables::SourceName(first.source)).c_str(),
+                   std::string(blocktune::tables::SourceName(c->expected)).c_str());
+      return 1;
+    }
+  }
   std::int64_t sum = 0;
   for (long i = 0; i < n; ++i) {
     const std::int64_t d = dim;

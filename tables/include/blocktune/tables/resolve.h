@@ -309,15 +309,18 @@ inline std::int64_t RoundDim(const BucketDim& d, std::int64_t v) {
   if (v < d.min) v = d.min;
   if (v > d.max) v = d.max;
   if (d.rounding == Rounding::kPow2Ceil) {
-    std::int64_t p = 1;
-    if (v > 1) {
+    // The power of two below 2v - 1 is the smallest one at least v (1 for v = 1): no branch.
+    const std::uint64_t w = v < 1 ? 1 : static_cast<std::uint64_t>(v);
 #if defined(__GNUC__) || defined(__clang__)
-      p = std::int64_t{1} << (64 - __builtin_clzll(static_cast<unsigned long long>(v - 1)));
+    const std::int64_t p = static_cast<std::int64_t>(std::uint64_t{1} << (63 - __builtin_clzll(2 * w - 1)));
 #else
-      while (p < v) p <<= 1;
+    std::int64_t p = 1;
+    while (static_cast<std::uint64_t>(p) < w) p <<= 1;
 #endif
-    }
-    v = p > d.max ? d.max : p;
+    // A power-of-two max (every kernel's so far, and known where the dims are constants) is
+    // never exceeded: v <= max.
+    const bool max_pow2 = d.max > 0 && (d.max & (d.max - 1)) == 0;
+    v = !max_pow2 && p > d.max ? d.max : p;
   }
   return v;
 }
@@ -371,15 +374,16 @@ bool operator!=(std::string_view a, const BucketName<N>& b) { return !(b == a); 
 // Names: every row's hardware key and every prefix of one at a component boundary, sorted and
 // unique (a smaller id is a smaller string), with for each name the ids of its own prefixes
 // by depth. A queried key is looked up once in a hash table of the names; its fallback levels
-// are names too (the key less its last component, its first three), so from then on "is this
-// row key on the query's chain, and at which level" compares two integers.
+// are names too (the key less its last component, its first three), so from then on the
+// query is a few integers.
 //
-// Runs: the rows with one (dtype, bucket), found through an open-addressing hash table on the
-// dtype id and the rounded dims (or the bucket id string in the daemon), each a slice of
-// `entries` in key order. A lookup hashes its bucket, takes the run, and ranks each entry of the
-// run by its key's level on the query's chain: the lowest level answers, the first entry of
-// that level (the smallest key) on a tie. No run, or no entry of the run on the query's chain:
-// the kernel's default. No strings are built and nothing is allocated.
+// Choices: the fallback chain, precomputed. For each row key and each prefix of one with three
+// or more components, per (dtype, bucket), the row an exact lookup of that name takes and the
+// row a fallback to it takes (the smallest key equal to it or under it, the first row of that
+// key on a tie), in an open-addressing hash table on (name id, dtype id, rounded dims or the
+// bucket id string in the daemon). A lookup hashes its bucket once and probes with its key's
+// name id (an exact hit), then with each fallback level's name id in order; nothing found: the
+// kernel's default. No rows are walked, no strings built and nothing is allocated.
 
 inline constexpr std::uint32_t kNoId = 0xffffffffu;
 
@@ -427,10 +431,13 @@ inline std::uint64_t HashText(std::string_view s) {
 }
 
 // A bucket's part of a choice's hash (ChoiceHash below): its rounded dims (generated headers)
-// or its id (the daemon), computed once per lookup however many chain levels are probed.
+// or its id (the daemon), computed once per lookup however many chain levels are probed. Dims
+// are multiplied by per-position constants and summed (a multiply and an add each); the hash
+// table's seed multiply and the generator's choice of seed do the rest, and a probe compares
+// the whole key after the hash.
 inline std::uint64_t BucketHashBase(const std::int64_t* v, std::size_t n) {
   std::uint64_t h = 0;
-  for (std::size_t i = 0; i < n; ++i) h += HashWord(static_cast<std::uint64_t>(v[i]), i + 1);
+  for (std::size_t i = 0; i < n; ++i) h += static_cast<std::uint64_t>(v[i]) * kHashKeys[(i + 1) & 7];
   return h;
 }
 template <std::size_t N>
@@ -440,9 +447,11 @@ std::uint64_t BucketHashBase(const std::array<std::int64_t, N>& v) {
 inline std::uint64_t BucketHashBase(const std::vector<std::int64_t>& v) { return BucketHashBase(v.data(), v.size()); }
 inline std::uint64_t BucketHashBase(std::string_view bucket) { return HashText(bucket); }
 
-// A choice's key: a name id, a dtype id and a bucket (its BucketHashBase), mixed once.
+// A choice's key: a name id, a dtype id and a bucket (its BucketHashBase). Linear in the dims
+// and ids, and left so: the table's seed multiply spreads such keys evenly (on the checked-in
+// tables a finishing mix displaced ~20x more choices from their home slots).
 inline std::uint64_t ChoiceHash(std::uint64_t bucket_base, std::uint32_t name, std::uint32_t dtype) {
-  return HashFinish(bucket_base + HashWord((static_cast<std::uint64_t>(name) << 32) | dtype, 0));
+  return bucket_base + ((static_cast<std::uint64_t>(name) << 32) | dtype) * kHashKeys[0];
 }
 
 // Bucket equality for the choice check: element by element for rounded dims (std::array's == calls
@@ -457,8 +466,8 @@ bool BucketEqual(const std::array<std::int64_t, N>& a, const std::array<std::int
 inline bool BucketEqual(std::string_view a, std::string_view b) { return SameText(a, b); }
 
 // An open-addressing hash table of ids (linear probing, at most half full). The home slot of a
-// hash is the top `bits` bits of hash * seed; the builder tries a few seeds and keeps the one
-// that displaces fewest ids (none, for every table generated so far: one probe per hit).
+// hash is the top `bits` bits of hash * seed; the builder (BuildHashTable) tries seeds and keeps
+// the one that displaces ids least (none, for every table generated so far: one probe per hit).
 struct HashSlot {
   std::uint64_t hash;
   std::uint32_t id;  // kNoId: empty
@@ -491,33 +500,51 @@ struct HashTableData {
 };
 
 // The table of ids 0..hashes.size()-1. Deterministic: the same hashes give the same table.
+// Seeds come from a fixed sequence; the table keeps the one whose farthest id is nearest its
+// home slot (then the fewest displaced in all): 256 tries up to 4096 ids, 32 beyond. If no seed
+// puts every id in its home slot, a table twice as large is tried the same way and kept if one
+// does (every probe for a present id is then one slot).
 inline HashTableData BuildHashTable(const std::vector<std::uint64_t>& hashes) {
   HashTableData best;
   if (hashes.empty()) return best;
-  unsigned bits = 1;
-  while ((std::size_t{1} << bits) < 2 * hashes.size()) ++bits;
-  std::uint64_t state = 0x0123456789ABCDEFull;
-  for (int attempt = 0; attempt < 32 && (attempt == 0 || best.displaced > 0); ++attempt) {
-    // splitmix64: a fixed sequence of odd multipliers.
-    state += 0x9E3779B97F4A7C15ull;
-    std::uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    const std::uint64_t seed = (z ^ (z >> 31)) | 1;
-    HashTableData t;
-    t.seed = seed;
-    t.bits = bits;
-    t.slots.assign(std::size_t{1} << bits, HashSlot{0, kNoId});
-    const std::size_t mask = t.slots.size() - 1;
-    for (std::size_t id = 0; id < hashes.size(); ++id) {
-      std::size_t s = static_cast<std::size_t>((hashes[id] * seed) >> (64 - bits));
-      while (t.slots[s].id != kNoId) {
-        s = (s + 1) & mask;
-        ++t.displaced;
+  unsigned min_bits = 1;
+  while ((std::size_t{1} << min_bits) < 2 * hashes.size()) ++min_bits;
+  const int attempts = hashes.size() <= 4096 ? 256 : 32;
+  for (unsigned bits = min_bits; bits <= min_bits + 1; ++bits) {
+    if (bits > min_bits && (best.displaced == 0 || hashes.size() > 4096)) break;
+    HashTableData best_here;
+    std::size_t best_here_max = 0;
+    std::uint64_t state = 0x0123456789ABCDEFull;
+    for (int attempt = 0; attempt < attempts && (attempt == 0 || best_here.displaced > 0); ++attempt) {
+      // splitmix64: a fixed sequence of odd multipliers.
+      state += 0x9E3779B97F4A7C15ull;
+      std::uint64_t z = state;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      const std::uint64_t seed = (z ^ (z >> 31)) | 1;
+      HashTableData t;
+      t.seed = seed;
+      t.bits = bits;
+      t.slots.assign(std::size_t{1} << bits, HashSlot{0, kNoId});
+      const std::size_t mask = t.slots.size() - 1;
+      std::size_t max = 0;
+      for (std::size_t id = 0; id < hashes.size(); ++id) {
+        std::size_t s = static_cast<std::size_t>((hashes[id] * seed) >> (64 - bits));
+        std::size_t d = 0;
+        while (t.slots[s].id != kNoId) {
+          s = (s + 1) & mask;
+          ++d;
+        }
+        t.slots[s] = {hashes[id], static_cast<std::uint32_t>(id)};
+        t.displaced += d;
+        max = std::max(max, d);
       }
-      t.slots[s] = {hashes[id], static_cast<std::uint32_t>(id)};
+      if (attempt == 0 || max < best_here_max || (max == best_here_max && t.displaced < best_here.displaced)) {
+        best_here = std::move(t);
+        best_here_max = max;
+      }
     }
-    if (attempt == 0 || t.displaced < best.displaced) best = std::move(t);
+    if (bits == min_bits || best_here.displaced == 0) best = std::move(best_here);
   }
   return best;
 }
@@ -746,17 +773,22 @@ struct IndexView {
     return h;
   }
 
-  // Resolution for the host key at `threads` threads, by integers only.
+  // Resolution for the host key at `threads` threads (`dtype` an index into `dtypes`), from the
+  // host's queries resolved before.
+  template <typename B>
+  Resolution ResolveForHost(const HostChain& host, int threads, std::uint32_t dtype, const B& bucket) const {
+    if (threads < 1 || threads > HostKeys::kMaxThreads) return ResolveForHostSlow(threads, dtype, bucket);
+    return Choose(host.query[threads], dtype, bucket);
+  }
   template <typename B>
   Resolution ResolveForHost(const HostChain& host, int threads, std::string_view dtype, const B& bucket) const {
-    if (threads < 1 || threads > HostKeys::kMaxThreads) return ResolveForHostSlow(threads, dtype, bucket);
-    return Choose(host.query[threads], DtypeId(dtype), bucket);
+    return ResolveForHost(host, threads, DtypeId(dtype), bucket);
   }
 
   // A thread count HostChain does not hold: the key is formatted and resolved on every call.
   template <typename B>
-  BLOCKTUNE_TABLES_NOINLINE Resolution ResolveForHostSlow(int threads, std::string_view dtype, const B& bucket) const {
-    return Resolve(HostKeys::Get().Key(threads), dtype, bucket);
+  BLOCKTUNE_TABLES_NOINLINE Resolution ResolveForHostSlow(int threads, std::uint32_t dtype, const B& bucket) const {
+    return Choose(Prepare(HostKeys::Get().Key(threads)), dtype, bucket);
   }
 };
 
@@ -1008,24 +1040,42 @@ BucketName<NDims> RoundBucketOf(const std::array<std::int64_t, NDims>& values) {
 }
 
 // `memo` holds the keys this caller resolved before over `Index` (the headers pass one per
-// thread).
+// thread); `dtype` is an index into Index.dtypes (kNoId: none has it).
 template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
-LookupOf<Rows, Dims> LookupInTable(QueryMemo& memo,
-                                   const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values,
-                                   std::string_view hardware_key, std::string_view dtype) {
+LookupOf<Rows, Dims> LookupInTableById(
+    QueryMemo& memo, const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values,
+    std::string_view hardware_key, std::uint32_t dtype) {
   const auto bucket = RoundBucketOf<Dims>(values);
-  const Resolution r = Index.ResolveQuery(memo.Get(Index, hardware_key), dtype, bucket.values);
+  const Resolution r = Index.Choose(memo.Get(Index, hardware_key), dtype, bucket.values);
   return AnswerFrom(Rows, Stale, r, Default, bucket, hardware_key);
+}
+
+// The dtype is found among the table's (a few compares, folded away for a literal where this
+// is inlined), then LookupInTableById.
+template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
+LookupOf<Rows, Dims> LookupInTable(
+    QueryMemo& memo, const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values,
+    std::string_view hardware_key, std::string_view dtype) {
+  return LookupInTableById<Rows, Stale, Index, Default, Dims>(memo, values, hardware_key, Index.DtypeId(dtype));
 }
 
 // `host` is Index.ForHost(), kept by the caller.
 template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
-LookupOf<Rows, Dims> LookupInTableForHost(const HostChain& host,
-                                          const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values,
-                                          int threads, std::string_view dtype) {
+LookupOf<Rows, Dims> LookupInTableForHostById(
+    const HostChain& host,
+    const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values, int threads,
+    std::uint32_t dtype) {
   const auto bucket = RoundBucketOf<Dims>(values);
   const Resolution r = Index.ResolveForHost(host, threads, dtype, bucket.values);
   return AnswerFrom(Rows, Stale, r, Default, bucket, HostKeys::Get().Key(threads));
+}
+
+template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
+LookupOf<Rows, Dims> LookupInTableForHost(
+    const HostChain& host,
+    const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values, int threads,
+    std::string_view dtype) {
+  return LookupInTableForHostById<Rows, Stale, Index, Default, Dims>(host, values, threads, Index.DtypeId(dtype));
 }
 
 // ---------------------------------------------------------------------------------------------
