@@ -38,7 +38,7 @@ struct RegretCandidate {
   std::string hardware;  // the row's key; empty for the default
   Config config;
   // The row a chain stopping at this level would serve (the smallest key of the level, as
-  // tables::IndexView::Pick ties); the per-level summary counts these only. The default: true.
+  // tables::BuildIndex ties a choice); the per-level summary counts these only. The default: true.
   bool served = false;
 };
 

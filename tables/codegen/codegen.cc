@@ -115,15 +115,21 @@ std::string Hex(uint64_t v) {
   return buf;
 }
 
+std::string Id(uint32_t v) { return v == tables::kNoId ? std::string("kNoId") : std::to_string(v); }
+
 std::string SlotsSource(const char* name, const tables::HashTableData& t) {
   std::ostringstream o;
   o << "inline constexpr std::array<HashSlot, " << t.slots.size() << "> " << name << "{{\n";
-  for (const auto& slot : t.slots) {
+  // Four slots a line.
+  for (size_t i = 0; i < t.slots.size(); ++i) {
+    const auto& slot = t.slots[i];
+    o << (i % 4 == 0 ? "    " : " ");
     if (slot.id == tables::kNoId) {
-      o << "    {0, kNoId},\n";
+      o << "{0, kNoId},";
     } else {
-      o << "    {" << Hex(slot.hash) << ", " << slot.id << "},\n";
+      o << "{" << Hex(slot.hash) << ", " << slot.id << "},";
     }
+    if (i % 4 == 3 || i + 1 == t.slots.size()) o << "\n";
   }
   o << "}};\n";
   return o.str();
@@ -152,8 +158,10 @@ std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEn
   std::ostringstream o;
   o << "// The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names\n"
        "// (every row key and its prefixes at component boundaries, sorted) with their depths, the\n"
-       "// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and\n"
-       "// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.\n";
+       "// ids of their prefixes and a hash table of them; dtypes; choices (for each row key and each\n"
+       "// prefix of one with three or more components, per dtype and bucket: the row an exact lookup\n"
+       "// of that name takes, and the row a fallback to it takes) with a hash table on name, dtype and\n"
+       "// rounded dims.\n";
   o << "inline constexpr std::array<std::string_view, " << x.names.size() << "> kNames{{\n";
   for (const auto& k : x.names) o << "    " << CppString(k) << ",\n";
   o << "}};\n";
@@ -165,7 +173,7 @@ std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEn
     o << "   ";
     for (size_t d = 0; d < x.prefix_width; ++d) {
       const uint32_t v = x.prefix[id * x.prefix_width + d];
-      o << " " << (v == tables::kNoId ? std::string("kNoId") : std::to_string(v)) << ",";
+      o << " " << Id(v) << ",";
     }
     o << "\n";
   }
@@ -175,25 +183,22 @@ std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEn
   for (size_t i = 0; i < x.dtypes.size(); ++i) o << (i ? ", " : "") << CppString(x.dtypes[i]);
   o << "}};\n";
   o << "using Bucket = std::array<std::int64_t, " << nd << ">;\n";
-  o << "inline constexpr std::array<RunInfo<Bucket>, " << x.runs.size() << "> kRuns{{\n";
-  for (const auto& r : x.runs) {
-    o << "    {" << r.dtype << ", {{" << list(r.bucket) << "}}, " << r.begin << ", " << r.end << "},\n";
+  o << "// {name, dtype, rounded dims, exact row, fallback row}\n";
+  o << "inline constexpr std::array<Choice<Bucket>, " << x.choices.size() << "> kChoices{{\n";
+  for (const auto& c : x.choices) {
+    o << "    {" << c.name << ", " << c.dtype << ", {{" << list(c.bucket) << "}}, " << Id(c.exact) << ", " << Id(c.under)
+      << "},\n";
   }
   o << "}};\n";
-  o << SlotsSource("kRunSlots", x.run_table);
-  o << "inline constexpr std::array<RunEntry, " << x.entries.size() << "> kEntries{{\n";
-  for (const auto& e : x.entries) o << "    {" << e.key << ", " << e.row << "},\n";
-  o << "}};\n";
+  o << SlotsSource("kChoiceSlots", x.choice_table);
   o << "inline constexpr IndexView<Bucket> kIndex{\n"
        "    kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,\n"
        "    {kNameSlots.data(), "
     << Hex(x.name_table.seed) << ", " << x.name_table.bits
     << "},\n"
-       "    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),\n"
-       "    {kRunSlots.data(), "
-    << Hex(x.run_table.seed) << ", " << x.run_table.bits
-    << "},\n"
-       "    kEntries.data(), kEntries.size()};\n\n";
+       "    kDtypes.data(), kDtypes.size(), kChoices.data(), kChoices.size(),\n"
+       "    {kChoiceSlots.data(), "
+    << Hex(x.choice_table.seed) << ", " << x.choice_table.bits << "}};\n\n";
   return o.str();
 }
 
@@ -429,6 +434,10 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
       << ", " << e.measurement_id << ", " << CppString(e.fingerprint) << "},\n";
   }
   o << "}};\n\n";
+  o << "// Per row, whether its fingerprint is known and not this build's (StaleFlags in resolve.h,\n"
+       "// evaluated by the compiler): the answer's `stale`.\n"
+       "inline constexpr std::array<bool, "
+    << rows.size() << "> kStale = StaleFlags(kRows, kBuildFingerprint);\n\n";
   o << IndexSource(spec, rows);
   const size_t nd = spec.dims().size();
   std::string params, braced = "{{";
@@ -447,17 +456,16 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
     << nd << ">& dims) {\n"
        "  // The keys this thread looked up before, resolved (QueryMemo in resolve.h).\n"
        "  thread_local QueryMemo memo;\n"
-       "  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),\n"
-       "                   kBuildFingerprint);\n}\n\n";
+       "  return LookupInTable<kRows, kStale, kIndex, kDefault, kDims>(memo, dims, hardware_key, dtype);\n}\n\n";
   o << "inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype" << params << ") {\n"
     << "  return LookupDims(hardware_key, dtype, " << braced << ");\n}\n\n";
   o << "// Looks up with this machine's hardware key for the given thread count. The first call detects\n"
        "// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves\n"
-       "// the host's key at every thread count against kNames; later calls hash integers only.\n";
+       "// the host's key at every thread count against kNames; later calls start from those.\n";
   o << "inline Lookup LookupForHost(int threads, std::string_view dtype" << params << ") {\n"
     << "  static const HostChain host = kIndex.ForHost();\n"
-    << "  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, " << braced
-    << ", threads, dtype),\n                   kBuildFingerprint);\n"
+    << "  return LookupInTableForHost<kRows, kStale, kIndex, kDefault, kDims>(host, " << braced
+    << ", threads, dtype);\n"
     << "}\n\n}  // namespace blocktune::tables::" << ns << "\n";
   return o.str();
 }

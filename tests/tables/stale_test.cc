@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include "blocktune/kernel_fingerprints.h"
@@ -121,7 +124,7 @@ TEST(Staleness, JsonlCarriesFingerprintsAndGateRecords) {
 }
 
 // A generated header compares its rows with this build's fingerprint (kBuildFingerprint, from
-// blocktune/kernel_fingerprints.h) in MarkStale.
+// blocktune/kernel_fingerprints.h): at compile time into kStale (StaleFlags), by MarkStale's rule.
 struct FakeRow {
   std::string_view hardware;
   tables::matmul::BlockSizes config;
@@ -152,6 +155,35 @@ TEST(Staleness, GeneratedHeadersMarkRowsOfAnotherBuildStale) {
   L l{};
   l.row = &rows[0];
   EXPECT_FALSE(tables::MarkStale(l, {}).stale);  // no fingerprints header: nothing is stale
+}
+
+// StaleFlags is MarkStale's rule, evaluated by the compiler.
+constexpr std::array<FakeRow, 3> kFakeRows{{{"k", {48, 128, 256}, 1.0, "aaaaaaaaaaaaaaaa"},
+                                            {"k", {48, 128, 256}, 1.0, "bbbbbbbbbbbbbbbb"},
+                                            {"k", {48, 128, 256}, 1.0, ""}}};
+static_assert(tables::StaleFlags(kFakeRows, "bbbbbbbbbbbbbbbb")[0]);
+static_assert(!tables::StaleFlags(kFakeRows, "bbbbbbbbbbbbbbbb")[1]);
+static_assert(!tables::StaleFlags(kFakeRows, "bbbbbbbbbbbbbbbb")[2]);  // unknown: never stale
+static_assert(!tables::StaleFlags(kFakeRows, "")[0]);                  // no fingerprints header
+
+TEST(Staleness, GeneratedStaleFlagsAreMarkStalesAnswerForEveryRow) {
+  namespace mm = tables::matmul;
+  for (size_t i = 0; i < mm::kRows.size(); ++i) {
+    tables::TableLookup<mm::Row, 3> l{};
+    l.row = &mm::kRows[i];
+    EXPECT_EQ(mm::kStale[i], tables::MarkStale(l, mm::kBuildFingerprint).stale) << mm::kRows[i].hardware;
+  }
+  // A lookup answered by a row reports that row's flag and fingerprint.
+  for (const mm::Row& row : mm::kRows) {
+    std::array<std::int64_t, 3> dims{};
+    const std::string bucket(row.bucket);
+    ASSERT_EQ(std::sscanf(bucket.c_str(), "m%" SCNd64 "_n%" SCNd64 "_k%" SCNd64, &dims[0], &dims[1], &dims[2]), 3);
+    const auto r = mm::LookupDims(row.hardware, row.dtype, dims);
+    ASSERT_EQ(r.source, tables::Source::kTuned) << row.hardware << " " << row.bucket;
+    const auto i = static_cast<size_t>(r.row - mm::kRows.data());
+    EXPECT_EQ(r.stale, mm::kStale[i]);
+    EXPECT_EQ(r.fingerprint, r.row->fingerprint);
+  }
 }
 
 }  // namespace

@@ -92,10 +92,16 @@ inline constexpr std::array<Row, 24> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 512}, 28410246.0, 5, 14, 3861, ""},
 }};
 
+// Per row, whether its fingerprint is known and not this build's (StaleFlags in resolve.h,
+// evaluated by the compiler): the answer's `stale`.
+inline constexpr std::array<bool, 24> kStale = StaleFlags(kRows, kBuildFingerprint);
+
 // The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
 // (every row key and its prefixes at component boundaries, sorted) with their depths, the
-// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
-// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+// ids of their prefixes and a hash table of them; dtypes; choices (for each row key and each
+// prefix of one with three or more components, per dtype and bucket: the row an exact lookup
+// of that name takes, and the row a fallback to it takes) with a hash table on name, dtype and
+// rounded dims.
 inline constexpr std::array<std::string_view, 18> kNames{{
     "x86_64",
     "x86_64.avx2",
@@ -139,120 +145,112 @@ inline constexpr std::array<std::uint32_t, 90> kPrefix{{
     0, 9, 14, 15, 17,
 }};
 inline constexpr std::array<HashSlot, 64> kNameSlots{{
-    {0, kNoId},
-    {0x535af8d0353446d5ull, 9},
-    {0x38046b8082d136e6ull, 4},
-    {0, kNoId},
-    {0, kNoId},
-    {0xa4cb77c10d732fcfull, 1},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xa0e7c152f090200dull, 6},
-    {0x55f28cc4b6920d13ull, 14},
-    {0x6a0457fa18ef279full, 3},
-    {0x90b6f66ef3a90497ull, 16},
-    {0, kNoId},
-    {0x742b48f1bb286023ull, 0},
-    {0x5ef0f2275d42e438ull, 2},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xd2cb5b3facd07d4dull, 8},
-    {0xdecad414c2eebcfdull, 15},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0x4284648dae9b9674ull, 17},
-    {0xd828743980f35851ull, 13},
-    {0, kNoId},
-    {0x69fd4e89b385d5f7ull, 11},
-    {0xb03139247f2a1f56ull, 7},
-    {0xdbf01135122b3d5dull, 12},
-    {0, kNoId},
-    {0xd438edc2ededb0a4ull, 5},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xee9fc3717e3d3c0eull, 10},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
+    {0, kNoId}, {0x535af8d0353446d5ull, 9}, {0x38046b8082d136e6ull, 4}, {0, kNoId},
+    {0, kNoId}, {0xa4cb77c10d732fcfull, 1}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xa0e7c152f090200dull, 6}, {0x55f28cc4b6920d13ull, 14}, {0x6a0457fa18ef279full, 3},
+    {0x90b6f66ef3a90497ull, 16}, {0, kNoId}, {0x742b48f1bb286023ull, 0}, {0x5ef0f2275d42e438ull, 2},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xd2cb5b3facd07d4dull, 8}, {0xdecad414c2eebcfdull, 15}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x4284648dae9b9674ull, 17}, {0xd828743980f35851ull, 13},
+    {0, kNoId}, {0x69fd4e89b385d5f7ull, 11}, {0xb03139247f2a1f56ull, 7}, {0xdbf01135122b3d5dull, 12},
+    {0, kNoId}, {0xd438edc2ededb0a4ull, 5}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0xee9fc3717e3d3c0eull, 10},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
 }};
 inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
 using Bucket = std::array<std::int64_t, 4>;
-inline constexpr std::array<RunInfo<Bucket>, 3> kRuns{{
-    {0, {{4096, 1024, 1024, 64}}, 0, 8},
-    {1, {{4096, 1024, 1024, 8}}, 8, 16},
-    {1, {{4096, 1024, 1024, 64}}, 16, 24},
+// {name, dtype, rounded dims, exact row, fallback row}
+inline constexpr std::array<Choice<Bucket>, 45> kChoices{{
+    {2, 0, {{4096, 1024, 1024, 64}}, kNoId, 0},
+    {3, 0, {{4096, 1024, 1024, 64}}, kNoId, 0},
+    {4, 0, {{4096, 1024, 1024, 64}}, 0, 0},
+    {5, 0, {{4096, 1024, 1024, 64}}, 3, 3},
+    {6, 0, {{4096, 1024, 1024, 64}}, kNoId, 6},
+    {7, 0, {{4096, 1024, 1024, 64}}, 6, 6},
+    {8, 0, {{4096, 1024, 1024, 64}}, 9, 9},
+    {10, 0, {{4096, 1024, 1024, 64}}, kNoId, 12},
+    {11, 0, {{4096, 1024, 1024, 64}}, kNoId, 12},
+    {12, 0, {{4096, 1024, 1024, 64}}, 12, 12},
+    {13, 0, {{4096, 1024, 1024, 64}}, 15, 15},
+    {14, 0, {{4096, 1024, 1024, 64}}, kNoId, 18},
+    {15, 0, {{4096, 1024, 1024, 64}}, kNoId, 18},
+    {16, 0, {{4096, 1024, 1024, 64}}, 18, 18},
+    {17, 0, {{4096, 1024, 1024, 64}}, 21, 21},
+    {2, 1, {{4096, 1024, 1024, 8}}, kNoId, 2},
+    {3, 1, {{4096, 1024, 1024, 8}}, kNoId, 2},
+    {4, 1, {{4096, 1024, 1024, 8}}, 2, 2},
+    {5, 1, {{4096, 1024, 1024, 8}}, 5, 5},
+    {6, 1, {{4096, 1024, 1024, 8}}, kNoId, 8},
+    {7, 1, {{4096, 1024, 1024, 8}}, 8, 8},
+    {8, 1, {{4096, 1024, 1024, 8}}, 11, 11},
+    {10, 1, {{4096, 1024, 1024, 8}}, kNoId, 14},
+    {11, 1, {{4096, 1024, 1024, 8}}, kNoId, 14},
+    {12, 1, {{4096, 1024, 1024, 8}}, 14, 14},
+    {13, 1, {{4096, 1024, 1024, 8}}, 17, 17},
+    {14, 1, {{4096, 1024, 1024, 8}}, kNoId, 20},
+    {15, 1, {{4096, 1024, 1024, 8}}, kNoId, 20},
+    {16, 1, {{4096, 1024, 1024, 8}}, 20, 20},
+    {17, 1, {{4096, 1024, 1024, 8}}, 23, 23},
+    {2, 1, {{4096, 1024, 1024, 64}}, kNoId, 1},
+    {3, 1, {{4096, 1024, 1024, 64}}, kNoId, 1},
+    {4, 1, {{4096, 1024, 1024, 64}}, 1, 1},
+    {5, 1, {{4096, 1024, 1024, 64}}, 4, 4},
+    {6, 1, {{4096, 1024, 1024, 64}}, kNoId, 7},
+    {7, 1, {{4096, 1024, 1024, 64}}, 7, 7},
+    {8, 1, {{4096, 1024, 1024, 64}}, 10, 10},
+    {10, 1, {{4096, 1024, 1024, 64}}, kNoId, 13},
+    {11, 1, {{4096, 1024, 1024, 64}}, kNoId, 13},
+    {12, 1, {{4096, 1024, 1024, 64}}, 13, 13},
+    {13, 1, {{4096, 1024, 1024, 64}}, 16, 16},
+    {14, 1, {{4096, 1024, 1024, 64}}, kNoId, 19},
+    {15, 1, {{4096, 1024, 1024, 64}}, kNoId, 19},
+    {16, 1, {{4096, 1024, 1024, 64}}, 19, 19},
+    {17, 1, {{4096, 1024, 1024, 64}}, 22, 22},
 }};
-inline constexpr std::array<HashSlot, 8> kRunSlots{{
-    {0x72b7617059275bbdull, 2},
-    {0, kNoId},
-    {0, kNoId},
-    {0x6ae4577d09ddca4cull, 1},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0x1d7dd6c06e3c86b9ull, 0},
-}};
-inline constexpr std::array<RunEntry, 24> kEntries{{
-    {4, 0},
-    {5, 3},
-    {7, 6},
-    {8, 9},
-    {12, 12},
-    {13, 15},
-    {16, 18},
-    {17, 21},
-    {4, 2},
-    {5, 5},
-    {7, 8},
-    {8, 11},
-    {12, 14},
-    {13, 17},
-    {16, 20},
-    {17, 23},
-    {4, 1},
-    {5, 4},
-    {7, 7},
-    {8, 10},
-    {12, 13},
-    {13, 16},
-    {16, 19},
-    {17, 22},
+inline constexpr std::array<HashSlot, 128> kChoiceSlots{{
+    {0, kNoId}, {0, kNoId}, {0x179556ad6940cf55ull, 33}, {0x3db6df717e8a027dull, 18},
+    {0, kNoId}, {0x7ac8e4c9e9f65340ull, 1}, {0, kNoId}, {0x9409c3166940cf55ull, 37},
+    {0, kNoId}, {0xba2b4bda7e8a027dull, 22}, {0, kNoId}, {0xf73d5132e9f65340ull, 6},
+    {0, kNoId}, {0x107e2f7f6940cf55ull, 42}, {0x369fb8437e8a027dull, 27}, {0, kNoId},
+    {0x73b1bd9be9f65340ull, 10}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x99b5e26e6940cf55ull, 30}, {0xbfd76b327e8a027dull, 15}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x162a4ed76940cf55ull, 35}, {0x3c4bd79b7e8a027dull, 20},
+    {0, kNoId}, {0x795ddcf3e9f65340ull, 3}, {0, kNoId}, {0x929ebb406940cf55ull, 39},
+    {0xb8c044047e8a027dull, 24}, {0, kNoId}, {0xf5d2495ce9f65340ull, 7}, {0, kNoId},
+    {0x0f1327a96940cf55ull, 44}, {0, kNoId}, {0x3534b06d7e8a027dull, 29}, {0, kNoId},
+    {0x7246b5c5e9f65340ull, 12}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x984ada986940cf55ull, 32}, {0, kNoId}, {0xbe6c635c7e8a027dull, 17}, {0xfb7e68b4e9f65340ull, 0},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x77f2d51de9f65340ull, 5}, {0, kNoId}, {0x9133b36a6940cf55ull, 41},
+    {0xb7553c2e7e8a027dull, 26}, {0, kNoId}, {0xf4674186e9f65340ull, 9}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0x70dbadefe9f65340ull, 14},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x96dfd2c26940cf55ull, 34}, {0xbd015b867e8a027dull, 19}, {0, kNoId}, {0xfa1360dee9f65340ull, 2},
+    {0, kNoId}, {0x13543f2b6940cf55ull, 38}, {0, kNoId}, {0x3975c7ef7e8a027dull, 23},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0x8fc8ab946940cf55ull, 43},
+    {0xb5ea34587e8a027dull, 28}, {0, kNoId}, {0xf2fc39b0e9f65340ull, 11}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x19005e836940cf55ull, 31}, {0, kNoId},
+    {0x3f21e7477e8a027dull, 16}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x9574caec6940cf55ull, 36}, {0xbb9653b07e8a027dull, 21}, {0, kNoId}, {0xf8a85908e9f65340ull, 4},
+    {0, kNoId}, {0x11e937556940cf55ull, 40}, {0x380ac0197e8a027dull, 25}, {0, kNoId},
+    {0x751cc571e9f65340ull, 8}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xf19131dae9f65340ull, 13}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
 }};
 inline constexpr IndexView<Bucket> kIndex{
     kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
     {kNameSlots.data(), 0x157a3807a48faa9dull, 6},
-    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
-    {kRunSlots.data(), 0xd573529b34a1d093ull, 3},
-    kEntries.data(), kEntries.size()};
+    kDtypes.data(), kDtypes.size(), kChoices.data(), kChoices.size(),
+    {kChoiceSlots.data(), 0x01404ce914938009ull, 7}};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -263,8 +261,7 @@ inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 4>& dims) {
   // The keys this thread looked up before, resolved (QueryMemo in resolve.h).
   thread_local QueryMemo memo;
-  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),
-                   kBuildFingerprint);
+  return LookupInTable<kRows, kStale, kIndex, kDefault, kDims>(memo, dims, hardware_key, dtype);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
@@ -273,11 +270,10 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
 // the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
-// the host's key at every thread count against kNames; later calls hash integers only.
+// the host's key at every thread count against kNames; later calls start from those.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t groups) {
   static const HostChain host = kIndex.ForHost();
-  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{m, k, n, groups}}, threads, dtype),
-                   kBuildFingerprint);
+  return LookupInTableForHost<kRows, kStale, kIndex, kDefault, kDims>(host, {{m, k, n, groups}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::grouped_matmul

@@ -89,10 +89,16 @@ inline constexpr std::array<Row, 24> kRows{{
     {"x86_64.avx512.intel.fam6_mod167.t2", "f32", "num_seqs32_max_kv_len2048_prefill_q_len1_page_size16_heads8_kv_heads2_head_dim128", {32, 1}, 7001562.25, 5, 10, 4097, ""},
 }};
 
+// Per row, whether its fingerprint is known and not this build's (StaleFlags in resolve.h,
+// evaluated by the compiler): the answer's `stale`.
+inline constexpr std::array<bool, 24> kStale = StaleFlags(kRows, kBuildFingerprint);
+
 // The index the lookups search (IndexView in resolve.h, built by tables::BuildIndex): names
 // (every row key and its prefixes at component boundaries, sorted) with their depths, the
-// ids of their prefixes and a hash table of them; dtypes; runs (the rows of one dtype and
-// bucket, as a slice of kEntries in key order) with a hash table on dtype and rounded dims.
+// ids of their prefixes and a hash table of them; dtypes; choices (for each row key and each
+// prefix of one with three or more components, per dtype and bucket: the row an exact lookup
+// of that name takes, and the row a fallback to it takes) with a hash table on name, dtype and
+// rounded dims.
 inline constexpr std::array<std::string_view, 15> kNames{{
     "x86_64",
     "x86_64.avx2",
@@ -130,89 +136,107 @@ inline constexpr std::array<std::uint32_t, 75> kPrefix{{
     0, 6, 11, 12, 14,
 }};
 inline constexpr std::array<HashSlot, 32> kNameSlots{{
-    {0x55f28cc4b6920d13ull, 11},
-    {0xd438edc2ededb0a4ull, 5},
-    {0x742b48f1bb286023ull, 0},
-    {0x6a0457fa18ef279full, 3},
-    {0x5ef0f2275d42e438ull, 2},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xdecad414c2eebcfdull, 12},
-    {0, kNoId},
-    {0x535af8d0353446d5ull, 6},
-    {0, kNoId},
-    {0, kNoId},
-    {0x90b6f66ef3a90497ull, 13},
-    {0x69fd4e89b385d5f7ull, 8},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0x4284648dae9b9674ull, 14},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xee9fc3717e3d3c0eull, 7},
-    {0xa4cb77c10d732fcfull, 1},
-    {0xdbf01135122b3d5dull, 9},
-    {0xd828743980f35851ull, 10},
-    {0, kNoId},
-    {0x38046b8082d136e6ull, 4},
-    {0, kNoId},
+    {0x55f28cc4b6920d13ull, 11}, {0xd438edc2ededb0a4ull, 5}, {0x742b48f1bb286023ull, 0}, {0x6a0457fa18ef279full, 3},
+    {0x5ef0f2275d42e438ull, 2}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xdecad414c2eebcfdull, 12}, {0, kNoId}, {0x535af8d0353446d5ull, 6}, {0, kNoId},
+    {0, kNoId}, {0x90b6f66ef3a90497ull, 13}, {0x69fd4e89b385d5f7ull, 8}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x4284648dae9b9674ull, 14}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xee9fc3717e3d3c0eull, 7}, {0xa4cb77c10d732fcfull, 1}, {0xdbf01135122b3d5dull, 9},
+    {0xd828743980f35851ull, 10}, {0, kNoId}, {0x38046b8082d136e6ull, 4}, {0, kNoId},
 }};
 inline constexpr std::array<std::string_view, 2> kDtypes{{"bf16", "f32"}};
 using Bucket = std::array<std::int64_t, 7>;
-inline constexpr std::array<RunInfo<Bucket>, 4> kRuns{{
-    {0, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 6},
-    {0, {{32, 2048, 1, 16, 8, 2, 128}}, 6, 12},
-    {1, {{16, 2048, 256, 16, 8, 2, 128}}, 12, 18},
-    {1, {{32, 2048, 1, 16, 8, 2, 128}}, 18, 24},
+// {name, dtype, rounded dims, exact row, fallback row}
+inline constexpr std::array<Choice<Bucket>, 48> kChoices{{
+    {2, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 0},
+    {3, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 0},
+    {4, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 0, 0},
+    {5, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 4, 4},
+    {7, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 8},
+    {8, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 8},
+    {9, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 8, 8},
+    {10, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 12, 12},
+    {11, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 16},
+    {12, 0, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 16},
+    {13, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 16, 16},
+    {14, 0, {{16, 2048, 256, 16, 8, 2, 128}}, 20, 20},
+    {2, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 1},
+    {3, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 1},
+    {4, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 1, 1},
+    {5, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 5, 5},
+    {7, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 9},
+    {8, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 9},
+    {9, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 9, 9},
+    {10, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 13, 13},
+    {11, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 17},
+    {12, 0, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 17},
+    {13, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 17, 17},
+    {14, 0, {{32, 2048, 1, 16, 8, 2, 128}}, 21, 21},
+    {2, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 2},
+    {3, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 2},
+    {4, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 2, 2},
+    {5, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 6, 6},
+    {7, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 10},
+    {8, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 10},
+    {9, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 10, 10},
+    {10, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 14, 14},
+    {11, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 18},
+    {12, 1, {{16, 2048, 256, 16, 8, 2, 128}}, kNoId, 18},
+    {13, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 18, 18},
+    {14, 1, {{16, 2048, 256, 16, 8, 2, 128}}, 22, 22},
+    {2, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 3},
+    {3, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 3},
+    {4, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 3, 3},
+    {5, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 7, 7},
+    {7, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 11},
+    {8, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 11},
+    {9, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 11, 11},
+    {10, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 15, 15},
+    {11, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 19},
+    {12, 1, {{32, 2048, 1, 16, 8, 2, 128}}, kNoId, 19},
+    {13, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 19, 19},
+    {14, 1, {{32, 2048, 1, 16, 8, 2, 128}}, 23, 23},
 }};
-inline constexpr std::array<HashSlot, 8> kRunSlots{{
-    {0, kNoId},
-    {0, kNoId},
-    {0, kNoId},
-    {0xa673c2595b2102a4ull, 1},
-    {0x0922177fcc75eea0ull, 0},
-    {0xa56927b6e51a94beull, 2},
-    {0xc5061a1915946329ull, 3},
-    {0, kNoId},
-}};
-inline constexpr std::array<RunEntry, 24> kEntries{{
-    {4, 0},
-    {5, 4},
-    {9, 8},
-    {10, 12},
-    {13, 16},
-    {14, 20},
-    {4, 1},
-    {5, 5},
-    {9, 9},
-    {10, 13},
-    {13, 17},
-    {14, 21},
-    {4, 2},
-    {5, 6},
-    {9, 10},
-    {10, 14},
-    {13, 18},
-    {14, 22},
-    {4, 3},
-    {5, 7},
-    {9, 11},
-    {10, 15},
-    {13, 19},
-    {14, 23},
+inline constexpr std::array<HashSlot, 128> kChoiceSlots{{
+    {0, kNoId}, {0, kNoId}, {0xc6f753520ef7004aull, 2}, {0, kNoId},
+    {0x7897d7d817ec9be2ull, 45}, {0, kNoId}, {0, kNoId}, {0xe5e450f68e417c5full, 25},
+    {0x4200b7e50ef7004aull, 8}, {0x60c2016198a21fcdull, 13}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x60edb5898e417c5full, 31}, {0x7faeff0617ec9be2ull, 36}, {0xdbcb65f498a21fcdull, 19},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xfab8639917ec9be2ull, 42}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xc42143a60ef7004aull, 5}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xe30e414a8e417c5full, 28}, {0, kNoId}, {0x5debf1b598a21fcdull, 16},
+    {0, kNoId}, {0, kNoId}, {0x5e17a5dd8e417c5full, 35}, {0, kNoId},
+    {0, kNoId}, {0xd8f5564898a21fcdull, 23}, {0, kNoId}, {0, kNoId},
+    {0x4641cf670ef7004aull, 3}, {0xf7e253ed17ec9be2ull, 46}, {0, kNoId}, {0, kNoId},
+    {0x652ecd0b8e417c5full, 26}, {0xc14b33fa0ef7004aull, 9}, {0, kNoId}, {0xe00c7d7698a21fcdull, 14},
+    {0, kNoId}, {0, kNoId}, {0xe038319e8e417c5full, 32}, {0xfef97b1b17ec9be2ull, 37},
+    {0x5b15e20998a21fcdull, 20}, {0, kNoId}, {0, kNoId}, {0xc8625b280ef7004aull, 0},
+    {0, kNoId}, {0x7a02dfae17ec9be2ull, 43}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0x436bbfbb0ef7004aull, 6}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x6258bd5f8e417c5full, 29}, {0, kNoId},
+    {0xdd366dca98a21fcdull, 17}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xfc236b6f17ec9be2ull, 40}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0x772cd00217ec9be2ull, 47},
+    {0, kNoId}, {0, kNoId}, {0xe47949208e417c5full, 27}, {0x4095b00f0ef7004aull, 10},
+    {0x5f56f98b98a21fcdull, 15}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0x5f82adb38e417c5full, 33}, {0x7e43f73017ec9be2ull, 38}, {0xda605e1e98a21fcdull, 21}, {0, kNoId},
+    {0, kNoId}, {0x47acd73d0ef7004aull, 1}, {0xf94d5bc317ec9be2ull, 44}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x6699d4e18e417c5full, 24}, {0xc2b63bd00ef7004aull, 7},
+    {0xe177854c98a21fcdull, 12}, {0, kNoId}, {0, kNoId}, {0xe1a339748e417c5full, 30},
+    {0, kNoId}, {0, kNoId}, {0x5c80e9df98a21fcdull, 18}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x7b6de78417ec9be2ull, 41}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0x44d6c7910ef7004aull, 4}, {0, kNoId},
+    {0, kNoId}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0xbfe02c240ef7004aull, 11}, {0, kNoId}, {0, kNoId}, {0, kNoId},
+    {0, kNoId}, {0xdecd29c88e417c5full, 34}, {0xfd8e734517ec9be2ull, 39}, {0x59aada3398a21fcdull, 22},
 }};
 inline constexpr IndexView<Bucket> kIndex{
     kNames.data(), kNames.size(), kNameDepth.data(), kPrefix.data(), kPrefixWidth,
     {kNameSlots.data(), 0x5e4d770f93e9e90bull, 5},
-    kDtypes.data(), kDtypes.size(), kRuns.data(), kRuns.size(),
-    {kRunSlots.data(), 0xd573529b34a1d093ull, 3},
-    kEntries.data(), kEntries.size()};
+    kDtypes.data(), kDtypes.size(), kChoices.data(), kChoices.size(),
+    {kChoiceSlots.data(), 0x157a3807a48faa9dull, 7}};
 
 // config, source (kTuned, kTunedFallback, kDefault), hardware, queried_hardware,
 // fallback_levels, bucket, median_ns, row, fingerprint (the row's), stale.
@@ -223,8 +247,7 @@ inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,
                          const std::array<std::int64_t, 7>& dims) {
   // The keys this thread looked up before, resolved (QueryMemo in resolve.h).
   thread_local QueryMemo memo;
-  return MarkStale(LookupInTable(kRows, kIndex, memo, kDefault, kDims, dims, hardware_key, dtype),
-                   kBuildFingerprint);
+  return LookupInTable<kRows, kStale, kIndex, kDefault, kDims>(memo, dims, hardware_key, dtype);
 }
 
 inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
@@ -233,11 +256,10 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
 
 // Looks up with this machine's hardware key for the given thread count. The first call detects
 // the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
-// the host's key at every thread count against kNames; later calls hash integers only.
+// the host's key at every thread count against kNames; later calls start from those.
 inline Lookup LookupForHost(int threads, std::string_view dtype, std::int64_t num_seqs, std::int64_t max_kv_len, std::int64_t prefill_q_len, std::int64_t page_size, std::int64_t heads, std::int64_t kv_heads, std::int64_t head_dim) {
   static const HostChain host = kIndex.ForHost();
-  return MarkStale(LookupInTableForHost(kRows, kIndex, host, kDefault, kDims, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}}, threads, dtype),
-                   kBuildFingerprint);
+  return LookupInTableForHost<kRows, kStale, kIndex, kDefault, kDims>(host, {{num_seqs, max_kv_len, prefill_q_len, page_size, heads, kv_heads, head_dim}}, threads, dtype);
 }
 
 }  // namespace blocktune::tables::ragged_paged_attention

@@ -26,11 +26,19 @@
 #include <iterator>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+
+// Keeps a rarely taken path (resolving a key the first time) out of the lookup it would bloat.
+#if defined(__GNUC__) || defined(__clang__)
+#define BLOCKTUNE_TABLES_NOINLINE __attribute__((noinline))
+#else
+#define BLOCKTUNE_TABLES_NOINLINE
 #endif
 
 namespace blocktune::tables {
@@ -301,15 +309,18 @@ inline std::int64_t RoundDim(const BucketDim& d, std::int64_t v) {
   if (v < d.min) v = d.min;
   if (v > d.max) v = d.max;
   if (d.rounding == Rounding::kPow2Ceil) {
-    std::int64_t p = 1;
-    if (v > 1) {
+    // The power of two below 2v - 1 is the smallest one at least v (1 for v = 1): no branch.
+    const std::uint64_t w = v < 1 ? 1 : static_cast<std::uint64_t>(v);
 #if defined(__GNUC__) || defined(__clang__)
-      p = std::int64_t{1} << (64 - __builtin_clzll(static_cast<unsigned long long>(v - 1)));
+    const std::int64_t p = static_cast<std::int64_t>(std::uint64_t{1} << (63 - __builtin_clzll(2 * w - 1)));
 #else
-      while (p < v) p <<= 1;
+    std::int64_t p = 1;
+    while (static_cast<std::uint64_t>(p) < w) p <<= 1;
 #endif
-    }
-    v = p > d.max ? d.max : p;
+    // A power-of-two max (every kernel's so far, and known where the dims are constants) is
+    // never exceeded: v <= max.
+    const bool max_pow2 = d.max > 0 && (d.max & (d.max - 1)) == 0;
+    v = !max_pow2 && p > d.max ? d.max : p;
   }
   return v;
 }
@@ -363,15 +374,16 @@ bool operator!=(std::string_view a, const BucketName<N>& b) { return !(b == a); 
 // Names: every row's hardware key and every prefix of one at a component boundary, sorted and
 // unique (a smaller id is a smaller string), with for each name the ids of its own prefixes
 // by depth. A queried key is looked up once in a hash table of the names; its fallback levels
-// are names too (the key less its last component, its first three), so from then on "is this
-// row key on the query's chain, and at which level" compares two integers.
+// are names too (the key less its last component, its first three), so from then on the
+// query is a few integers.
 //
-// Runs: the rows with one (dtype, bucket), found through an open-addressing hash table on the
-// dtype id and the rounded dims (or the bucket id string in the daemon), each a slice of
-// `entries` in key order. A lookup hashes its bucket, takes the run, and ranks each entry of the
-// run by its key's level on the query's chain: the lowest level answers, the first entry of
-// that level (the smallest key) on a tie. No run, or no entry of the run on the query's chain:
-// the kernel's default. No strings are built and nothing is allocated.
+// Choices: the fallback chain, precomputed. For each row key and each prefix of one with three
+// or more components, per (dtype, bucket), the row an exact lookup of that name takes and the
+// row a fallback to it takes (the smallest key equal to it or under it, the first row of that
+// key on a tie), in an open-addressing hash table on (name id, dtype id, rounded dims or the
+// bucket id string in the daemon). A lookup hashes its bucket once and probes with its key's
+// name id (an exact hit), then with each fallback level's name id in order; nothing found: the
+// kernel's default. No rows are walked, no strings built and nothing is allocated.
 
 inline constexpr std::uint32_t kNoId = 0xffffffffu;
 
@@ -418,24 +430,31 @@ inline std::uint64_t HashText(std::string_view s) {
   return HashFinish(h + HashWord(w, 1));
 }
 
-// A run's key: its dtype id and rounded dims (generated headers) or bucket id (the daemon).
-inline std::uint64_t HashBucket(std::uint32_t dtype, const std::int64_t* v, std::size_t n) {
-  std::uint64_t h = HashWord(dtype, 0);
-  for (std::size_t i = 0; i < n; ++i) h += HashWord(static_cast<std::uint64_t>(v[i]), i + 1);
-  return HashFinish(h);
+// A bucket's part of a choice's hash (ChoiceHash below): its rounded dims (generated headers)
+// or its id (the daemon), computed once per lookup however many chain levels are probed. Dims
+// are multiplied by per-position constants and summed (a multiply and an add each); the hash
+// table's seed multiply and the generator's choice of seed do the rest, and a probe compares
+// the whole key after the hash.
+inline std::uint64_t BucketHashBase(const std::int64_t* v, std::size_t n) {
+  std::uint64_t h = 0;
+  for (std::size_t i = 0; i < n; ++i) h += static_cast<std::uint64_t>(v[i]) * kHashKeys[(i + 1) & 7];
+  return h;
 }
 template <std::size_t N>
-std::uint64_t HashBucket(std::uint32_t dtype, const std::array<std::int64_t, N>& v) {
-  return HashBucket(dtype, v.data(), N);
+std::uint64_t BucketHashBase(const std::array<std::int64_t, N>& v) {
+  return BucketHashBase(v.data(), N);
 }
-inline std::uint64_t HashBucket(std::uint32_t dtype, const std::vector<std::int64_t>& v) {
-  return HashBucket(dtype, v.data(), v.size());
-}
-inline std::uint64_t HashBucket(std::uint32_t dtype, std::string_view bucket) {
-  return HashFinish(HashText(bucket) + HashWord(dtype, 0));
+inline std::uint64_t BucketHashBase(const std::vector<std::int64_t>& v) { return BucketHashBase(v.data(), v.size()); }
+inline std::uint64_t BucketHashBase(std::string_view bucket) { return HashText(bucket); }
+
+// A choice's key: a name id, a dtype id and a bucket (its BucketHashBase). Linear in the dims
+// and ids, and left so: the table's seed multiply spreads such keys evenly (on the checked-in
+// tables a finishing mix displaced ~20x more choices from their home slots).
+inline std::uint64_t ChoiceHash(std::uint64_t bucket_base, std::uint32_t name, std::uint32_t dtype) {
+  return bucket_base + ((static_cast<std::uint64_t>(name) << 32) | dtype) * kHashKeys[0];
 }
 
-// Bucket equality for the run check: element by element for rounded dims (std::array's == calls
+// Bucket equality for the choice check: element by element for rounded dims (std::array's == calls
 // memcmp), as text for bucket ids.
 template <std::size_t N>
 bool BucketEqual(const std::array<std::int64_t, N>& a, const std::array<std::int64_t, N>& b) {
@@ -447,8 +466,8 @@ bool BucketEqual(const std::array<std::int64_t, N>& a, const std::array<std::int
 inline bool BucketEqual(std::string_view a, std::string_view b) { return SameText(a, b); }
 
 // An open-addressing hash table of ids (linear probing, at most half full). The home slot of a
-// hash is the top `bits` bits of hash * seed; the builder tries a few seeds and keeps the one
-// that displaces fewest ids (none, for every table generated so far: one probe per hit).
+// hash is the top `bits` bits of hash * seed; the builder (BuildHashTable) tries seeds and keeps
+// the one that displaces ids least (none, for every table generated so far: one probe per hit).
 struct HashSlot {
   std::uint64_t hash;
   std::uint32_t id;  // kNoId: empty
@@ -481,33 +500,51 @@ struct HashTableData {
 };
 
 // The table of ids 0..hashes.size()-1. Deterministic: the same hashes give the same table.
+// Seeds come from a fixed sequence; the table keeps the one whose farthest id is nearest its
+// home slot (then the fewest displaced in all): 256 tries up to 4096 ids, 32 beyond. If no seed
+// puts every id in its home slot, a table twice as large is tried the same way and kept if one
+// does (every probe for a present id is then one slot).
 inline HashTableData BuildHashTable(const std::vector<std::uint64_t>& hashes) {
   HashTableData best;
   if (hashes.empty()) return best;
-  unsigned bits = 1;
-  while ((std::size_t{1} << bits) < 2 * hashes.size()) ++bits;
-  std::uint64_t state = 0x0123456789ABCDEFull;
-  for (int attempt = 0; attempt < 32 && (attempt == 0 || best.displaced > 0); ++attempt) {
-    // splitmix64: a fixed sequence of odd multipliers.
-    state += 0x9E3779B97F4A7C15ull;
-    std::uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    const std::uint64_t seed = (z ^ (z >> 31)) | 1;
-    HashTableData t;
-    t.seed = seed;
-    t.bits = bits;
-    t.slots.assign(std::size_t{1} << bits, HashSlot{0, kNoId});
-    const std::size_t mask = t.slots.size() - 1;
-    for (std::size_t id = 0; id < hashes.size(); ++id) {
-      std::size_t s = static_cast<std::size_t>((hashes[id] * seed) >> (64 - bits));
-      while (t.slots[s].id != kNoId) {
-        s = (s + 1) & mask;
-        ++t.displaced;
+  unsigned min_bits = 1;
+  while ((std::size_t{1} << min_bits) < 2 * hashes.size()) ++min_bits;
+  const int attempts = hashes.size() <= 4096 ? 256 : 32;
+  for (unsigned bits = min_bits; bits <= min_bits + 1; ++bits) {
+    if (bits > min_bits && (best.displaced == 0 || hashes.size() > 4096)) break;
+    HashTableData best_here;
+    std::size_t best_here_max = 0;
+    std::uint64_t state = 0x0123456789ABCDEFull;
+    for (int attempt = 0; attempt < attempts && (attempt == 0 || best_here.displaced > 0); ++attempt) {
+      // splitmix64: a fixed sequence of odd multipliers.
+      state += 0x9E3779B97F4A7C15ull;
+      std::uint64_t z = state;
+      z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+      z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+      const std::uint64_t seed = (z ^ (z >> 31)) | 1;
+      HashTableData t;
+      t.seed = seed;
+      t.bits = bits;
+      t.slots.assign(std::size_t{1} << bits, HashSlot{0, kNoId});
+      const std::size_t mask = t.slots.size() - 1;
+      std::size_t max = 0;
+      for (std::size_t id = 0; id < hashes.size(); ++id) {
+        std::size_t s = static_cast<std::size_t>((hashes[id] * seed) >> (64 - bits));
+        std::size_t d = 0;
+        while (t.slots[s].id != kNoId) {
+          s = (s + 1) & mask;
+          ++d;
+        }
+        t.slots[s] = {hashes[id], static_cast<std::uint32_t>(id)};
+        t.displaced += d;
+        max = std::max(max, d);
       }
-      t.slots[s] = {hashes[id], static_cast<std::uint32_t>(id)};
+      if (attempt == 0 || max < best_here_max || (max == best_here_max && t.displaced < best_here.displaced)) {
+        best_here = std::move(t);
+        best_here_max = max;
+      }
     }
-    if (attempt == 0 || t.displaced < best.displaced) best = std::move(t);
+    if (bits == min_bits || best_here.displaced == 0) best = std::move(best_here);
   }
   return best;
 }
@@ -581,14 +618,13 @@ inline ChainDepths ChainDepthsOf(std::uint32_t depth) {
   return c;
 }
 
-// A queried key resolved against an index's names: its own name id (kNoId if no row key has
-// it as a prefix), the chain length, and the fallback levels that name some row key's prefix.
+// A queried key resolved against an index's names: its own name id (kNoId if no row has that
+// key), the chain length, and the fallback levels that name some row key's prefix.
 struct Query {
   std::uint32_t key = kNoId;
   std::uint32_t levels = 1;  // the key's chain length (ChainOf(key).size)
-  std::uint32_t n = 0;       // entries of level/depth/name in use
+  std::uint32_t n = 0;       // entries of level/name in use
   std::uint32_t level[kMaxChainLevels - 1] = {};
-  std::uint32_t depth[kMaxChainLevels - 1] = {};
   std::uint32_t name[kMaxChainLevels - 1] = {};
 };
 
@@ -604,18 +640,20 @@ inline Source SourceOf(const Resolution& r) {
   return r.level == 0 ? Source::kTuned : Source::kTunedFallback;
 }
 
-// The rows of one (dtype, bucket): entries[begin, end), in key order.
+// The precomputed answers for one (name, dtype, bucket): the row a lookup takes when the name
+// is the queried key itself (`exact`: a row with exactly that key) and when it is one of the
+// key's fallback levels (`under`: the row of the smallest key that equals the name or continues
+// it at a component boundary, as ChainLevel ranks rows). Ties between rows of one key go to the
+// first row. kNoId where there is none. Every row key has its choices (for `exact`), and so has
+// every prefix of one with at least three components (for `under`: the only depths a fallback
+// level has).
 template <typename Bucket>
-struct RunInfo {
+struct Choice {
+  std::uint32_t name;   // name id
   std::uint32_t dtype;  // index into the dtype list
   Bucket bucket;
-  std::uint32_t begin;
-  std::uint32_t end;
-};
-
-struct RunEntry {
-  std::uint32_t key;  // name id of the row's hardware key
-  std::uint32_t row;  // index of the row in the caller's row list
+  std::uint32_t exact;
+  std::uint32_t under;
 };
 
 // The host's queries, one per thread count 1..HostKeys::kMaxThreads, resolved once per process
@@ -634,11 +672,9 @@ struct IndexView {
   HashTableView name_table;
   const std::string_view* dtypes;  // sorted, unique
   std::size_t num_dtypes;
-  const RunInfo<Bucket>* runs;  // sorted by (dtype, bucket)
-  std::size_t num_runs;
-  HashTableView run_table;
-  const RunEntry* entries;  // grouped by run, in key order within one
-  std::size_t num_entries;
+  const Choice<Bucket>* choices;  // sorted by (dtype, bucket, name)
+  std::size_t num_choices;
+  HashTableView choice_table;  // on ChoiceHash(BucketHashBase(bucket), name, dtype)
 
   std::uint32_t NameId(std::string_view name) const {
     return name_table.Find(HashText(name), [&](std::uint32_t id) { return SameText(names[id], name); });
@@ -651,15 +687,16 @@ struct IndexView {
     return kNoId;
   }
 
-  // The run of this dtype and bucket; null if no row has them.
+  // The choices of (name, dtype, bucket); null if no row has them. `base` is the bucket's
+  // BucketHashBase.
   template <typename B>
-  const RunInfo<Bucket>* FindRun(std::string_view dtype, const B& bucket) const {
-    const std::uint32_t d = DtypeId(dtype);
-    if (d == kNoId) return nullptr;
-    const std::uint32_t id = run_table.Find(HashBucket(d, bucket), [&](std::uint32_t r) {
-      return runs[r].dtype == d && BucketEqual(runs[r].bucket, bucket);
+  const Choice<Bucket>* FindChoice(std::uint64_t base, std::uint32_t name, std::uint32_t dtype,
+                                   const B& bucket) const {
+    const std::uint32_t id = choice_table.Find(ChoiceHash(base, name, dtype), [&](std::uint32_t c) {
+      const Choice<Bucket>& x = choices[c];
+      return x.name == name && x.dtype == dtype && BucketEqual(x.bucket, bucket);
     });
-    return id == kNoId ? nullptr : &runs[id];
+    return id == kNoId ? nullptr : &choices[id];
   }
 
   // The key's chain over this index's names. A key that is a name has its levels' ids in the
@@ -673,7 +710,6 @@ struct IndexView {
     q.levels = c.size + 1;
     for (std::uint32_t i = 0; i < c.size; ++i) {
       q.level[q.n] = i + 1;
-      q.depth[q.n] = c.depth[i];
       q.name[q.n] = prefix[q.key * prefix_width + c.depth[i] - 1];
       ++q.n;
     }
@@ -691,50 +727,41 @@ struct IndexView {
       const std::uint32_t id = NameId(key.substr(0, c.depth[i] == 3 ? cuts.third_dot : cuts.last_dot));
       if (id == kNoId) continue;  // no row key is under this level
       q.level[q.n] = i + 1;
-      q.depth[q.n] = c.depth[i];
       q.name[q.n] = id;
       ++q.n;
     }
     return q;
   }
 
-  // The lowest-level entry of the run for query `q`; ties go to the first (smallest key).
-  Resolution Pick(const RunInfo<Bucket>* run, const Query& q) const {
-    if (run == nullptr) return {kNoId, q.levels};
-    std::uint32_t best_row = kNoId;
-    std::uint32_t best_level = kNoLevel;
-    for (const RunEntry* e = entries + run->begin, *end = entries + run->end; e != end; ++e) {
-      if (e->key == q.key) return {e->row, 0};
-      for (std::uint32_t i = 0; i < q.n && q.level[i] < best_level; ++i) {
-        if (prefix[e->key * prefix_width + q.depth[i] - 1] == q.name[i]) {
-          best_row = e->row;
-          best_level = q.level[i];
-          break;
-        }
-      }
+  // The row for query `q`: the key's own choice if it has an exact row, else the first fallback
+  // level that has a choice; a probe of the choice table each, the bucket hashed once.
+  template <typename B>
+  Resolution Choose(const Query& q, std::uint32_t dtype, const B& bucket) const {
+    if (dtype == kNoId) return {kNoId, q.levels};
+    const std::uint64_t base = BucketHashBase(bucket);
+    if (q.key != kNoId) {
+      const Choice<Bucket>* c = FindChoice(base, q.key, dtype, bucket);
+      if (c != nullptr && c->exact != kNoId) return {c->exact, 0};
     }
-    return best_row == kNoId ? Resolution{kNoId, q.levels} : Resolution{best_row, best_level};
+    for (std::uint32_t i = 0; i < q.n; ++i) {
+      const Choice<Bucket>* c = FindChoice(base, q.name[i], dtype, bucket);
+      if (c != nullptr && c->under != kNoId) return {c->under, q.level[i]};
+    }
+    return {kNoId, q.levels};
   }
 
-  // Resolution for any key, given as a string. The bucket is searched first: a bucket no row
-  // has is the default without looking at the key beyond counting its levels. Then the run's
-  // few keys are compared with the key itself (the common exact hit needs no hashing of it);
-  // only a miss there resolves the key's fallback levels.
+  // Resolution for any key, given as a string (the daemon): the key is resolved against the
+  // names (Prepare), then chosen for as below.
   template <typename B>
   Resolution Resolve(std::string_view key, std::string_view dtype, const B& bucket) const {
-    const RunInfo<Bucket>* run = FindRun(dtype, bucket);
-    if (run == nullptr) return {kNoId, ChainDepthsOf(KeyDepth(key)).size + 1};
-    for (const RunEntry* e = entries + run->begin, *end = entries + run->end; e != end; ++e) {
-      if (SameText(names[e->key], key)) return {e->row, 0};
-    }
-    return Pick(run, PrepareLevels(key));
+    return Choose(Prepare(key), DtypeId(dtype), bucket);
   }
 
   // Resolution for a key already resolved against this index (Prepare, or a QueryMemo of this
-  // index): the run's entries are ranked by comparing integers only.
+  // index): integers and the bucket only.
   template <typename B>
   Resolution ResolveQuery(const Query& q, std::string_view dtype, const B& bucket) const {
-    return Pick(FindRun(dtype, bucket), q);
+    return Choose(q, DtypeId(dtype), bucket);
   }
 
   // The host's queries over this index (see HostChain); detects the CPU on first use.
@@ -746,13 +773,22 @@ struct IndexView {
     return h;
   }
 
-  // Resolution for the host key at `threads` threads, by integers only.
+  // Resolution for the host key at `threads` threads (`dtype` an index into `dtypes`), from the
+  // host's queries resolved before.
+  template <typename B>
+  Resolution ResolveForHost(const HostChain& host, int threads, std::uint32_t dtype, const B& bucket) const {
+    if (threads < 1 || threads > HostKeys::kMaxThreads) return ResolveForHostSlow(threads, dtype, bucket);
+    return Choose(host.query[threads], dtype, bucket);
+  }
   template <typename B>
   Resolution ResolveForHost(const HostChain& host, int threads, std::string_view dtype, const B& bucket) const {
-    if (threads < 1 || threads > HostKeys::kMaxThreads) {
-      return Resolve(HostKeys::Get().Key(threads), dtype, bucket);
-    }
-    return Pick(FindRun(dtype, bucket), host.query[threads]);
+    return ResolveForHost(host, threads, DtypeId(dtype), bucket);
+  }
+
+  // A thread count HostChain does not hold: the key is formatted and resolved on every call.
+  template <typename B>
+  BLOCKTUNE_TABLES_NOINLINE Resolution ResolveForHostSlow(int threads, std::uint32_t dtype, const B& bucket) const {
+    return Choose(Prepare(HostKeys::Get().Key(threads)), dtype, bucket);
   }
 };
 
@@ -774,23 +810,37 @@ class QueryMemo {
 
   constexpr QueryMemo() = default;
 
+  // The key's Query; valid until the next call of Get on this memo. The hit is inline; a miss
+  // (resolving and storing the key) is a call.
   template <typename B>
-  Query Get(const IndexView<B>& index, std::string_view key) {
+  const Query& Get(const IndexView<B>& index, std::string_view key) {
+    if (owner_ == index.names && key.size() <= kMaxKey) {
+      const std::size_t last = key.empty() ? 0 : static_cast<unsigned char>(key.back());
+      const Slot& s = slots_[(key.size() + last) & (kSlots - 1)];
+      if (s.size == key.size() && SameText(std::string_view(s.text, s.size), key)) return s.query;
+    }
+    return Miss(index, key);
+  }
+
+ private:
+  template <typename B>
+  BLOCKTUNE_TABLES_NOINLINE const Query& Miss(const IndexView<B>& index, std::string_view key) {
     if (owner_ != index.names) {
       for (Slot& s : slots_) s.size = kEmpty;
       owner_ = index.names;
     }
-    if (key.size() > kMaxKey) return index.Prepare(key);
+    if (key.size() > kMaxKey) {
+      long_ = index.Prepare(key);
+      return long_;
+    }
     const std::size_t last = key.empty() ? 0 : static_cast<unsigned char>(key.back());
     Slot& s = slots_[(key.size() + last) & (kSlots - 1)];
-    if (s.size == key.size() && SameText(std::string_view(s.text, s.size), key)) return s.query;
     s.query = index.Prepare(key);
     std::copy(key.begin(), key.end(), s.text);
     s.size = static_cast<std::uint32_t>(key.size());
     return s.query;
   }
 
- private:
   static constexpr std::uint32_t kEmpty = 0xffffffffu;
   struct Slot {
     std::uint32_t size = kEmpty;  // of `text`; kEmpty: unused
@@ -799,6 +849,7 @@ class QueryMemo {
   };
   const void* owner_ = nullptr;  // the index's names array
   Slot slots_[kSlots] = {};
+  Query long_ = {};  // the last key longer than kMaxKey
 };
 
 // What the index is made of, as vectors: built by BuildIndex for the daemon's rows (RowIndex)
@@ -811,13 +862,13 @@ struct IndexData {
   std::size_t prefix_width = 0;
   HashTableData name_table;
   std::vector<std::string_view> dtypes;  // views into the rows' dtypes
-  std::vector<RunInfo<Bucket>> runs;
-  HashTableData run_table;
-  std::vector<RunEntry> entries;
+  std::vector<Choice<Bucket>> choices;
+  HashTableData choice_table;
 
   IndexView<Bucket> view() const {
-    return {names.data(), names.size(), name_depth.data(), prefix.data(), prefix_width, name_table.view(),
-            dtypes.data(), dtypes.size(), runs.data(), runs.size(), run_table.view(), entries.data(), entries.size()};
+    return {names.data(),   names.size(),  name_depth.data(), prefix.data(),  prefix_width,
+            name_table.view(), dtypes.data(), dtypes.size(),     choices.data(), choices.size(),
+            choice_table.view()};
   }
 };
 
@@ -859,42 +910,52 @@ IndexData<Bucket> BuildIndex(const std::vector<IndexRow<Bucket>>& rows) {
   }
   x.name_table = BuildHashTable(hashes);
 
-  // Runs: entries sorted by (dtype, bucket, key, row), cut where (dtype, bucket) changes.
-  struct Sorted {
+  // Choices: every row offers itself to its key (exact) and to each prefix of its key with at
+  // least three components (under). Sorted by (dtype, bucket, name, row key, row), the first
+  // offer of a (dtype, bucket, name) is its `under` (smallest key, then first row) and the first
+  // whose key is the name itself its `exact`.
+  struct Offer {
     std::uint32_t dtype;
     const Bucket* bucket;
+    std::uint32_t name;
     std::uint32_t key;
     std::uint32_t row;
   };
-  std::vector<Sorted> sorted;
+  std::vector<Offer> offers;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const auto dtype = static_cast<std::uint32_t>(std::lower_bound(x.dtypes.begin(), x.dtypes.end(), r.dtype) -
                                                   x.dtypes.begin());
-    sorted.push_back({dtype, &r.bucket, name_id(r.hardware), static_cast<std::uint32_t>(i)});
+    const std::uint32_t key = name_id(r.hardware);
+    const std::uint32_t depth = x.name_depth[key];
+    for (std::uint32_t d = 1; d <= depth; ++d) {
+      if (d == depth || d >= 3) {
+        offers.push_back({dtype, &r.bucket, x.prefix[key * x.prefix_width + d - 1], key, static_cast<std::uint32_t>(i)});
+      }
+    }
   }
-  std::sort(sorted.begin(), sorted.end(), [](const Sorted& a, const Sorted& b) {
+  std::sort(offers.begin(), offers.end(), [](const Offer& a, const Offer& b) {
     if (a.dtype != b.dtype) return a.dtype < b.dtype;
     if (*a.bucket < *b.bucket) return true;
     if (*b.bucket < *a.bucket) return false;
+    if (a.name != b.name) return a.name < b.name;
     if (a.key != b.key) return a.key < b.key;
     return a.row < b.row;
   });
   hashes.clear();
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    const Sorted& s = sorted[i];
-    if (i == 0 || s.dtype != x.runs.back().dtype || !(*s.bucket == x.runs.back().bucket)) {
-      const auto at = static_cast<std::uint32_t>(i);
-      x.runs.push_back({s.dtype, *s.bucket, at, at});
-      hashes.push_back(HashBucket(s.dtype, *s.bucket));
+  for (std::size_t i = 0; i < offers.size(); ++i) {
+    const Offer& o = offers[i];
+    if (i == 0 || o.dtype != x.choices.back().dtype || o.name != x.choices.back().name ||
+        !(*o.bucket == x.choices.back().bucket)) {
+      const bool under = x.name_depth[o.name] >= 3;
+      x.choices.push_back({o.name, o.dtype, *o.bucket, kNoId, under ? o.row : kNoId});
+      hashes.push_back(ChoiceHash(BucketHashBase(*o.bucket), o.name, o.dtype));
     }
-    x.entries.push_back({s.key, s.row});
-    x.runs.back().end = static_cast<std::uint32_t>(i + 1);
+    if (o.key == o.name && x.choices.back().exact == kNoId) x.choices.back().exact = o.row;
   }
-  x.run_table = BuildHashTable(hashes);
+  x.choice_table = BuildHashTable(hashes);
   return x;
 }
-
 // ---------------------------------------------------------------------------------------------
 // The lookup every generated header exposes, written once: bucket the problem, resolve over the
 // header's index, fall back to the kernel's default. Row needs `hardware`, `config` and
@@ -923,7 +984,8 @@ struct TableLookup {
 };
 
 // Sets `fingerprint` and `stale` of a lookup answered by a row with a `fingerprint` member.
-// `build` empty (fingerprints unavailable): nothing is reported stale.
+// `build` empty (fingerprints unavailable): nothing is reported stale. The generated headers
+// answer with StaleFlags below instead, computed by the compiler; this is the same rule.
 template <typename Lookup>
 Lookup MarkStale(Lookup r, std::string_view build) {
   if (r.row != nullptr) {
@@ -933,14 +995,27 @@ Lookup MarkStale(Lookup r, std::string_view build) {
   return r;
 }
 
+// Per row, whether it is stale in a build of fingerprint `build` (MarkStale's rule): a
+// generated header's kStale, evaluated at compile time, so a lookup reads a flag instead of
+// comparing fingerprints.
+template <typename Row, std::size_t NRows>
+constexpr std::array<bool, NRows> StaleFlags(const std::array<Row, NRows>& rows, std::string_view build) {
+  std::array<bool, NRows> stale{};
+  for (std::size_t i = 0; i < NRows; ++i) {
+    stale[i] = !build.empty() && !rows[i].fingerprint.empty() && rows[i].fingerprint != build;
+  }
+  return stale;
+}
+
 template <typename Row, std::size_t NRows, std::size_t NDims>
-TableLookup<Row, NDims> AnswerFrom(const std::array<Row, NRows>& rows, const Resolution& r,
-                                   const decltype(Row::config)& default_config, const BucketName<NDims>& bucket,
-                                   std::string_view queried) {
+TableLookup<Row, NDims> AnswerFrom(const std::array<Row, NRows>& rows, const std::array<bool, NRows>& stale,
+                                   const Resolution& r, const decltype(Row::config)& default_config,
+                                   const BucketName<NDims>& bucket, std::string_view queried) {
   const int levels = static_cast<int>(r.level);
-  if (r.row == kNoId) return {default_config, Source::kDefault, {}, queried, levels, bucket, 0.0, nullptr};
+  if (r.row == kNoId) return {default_config, Source::kDefault, {}, queried, levels, bucket, 0.0, nullptr, {}, false};
   const Row& row = rows[r.row];
-  return {row.config, SourceOf(r), row.hardware, queried, levels, bucket, row.median_ns, &row};
+  return {row.config, SourceOf(r), row.hardware, queried, levels, bucket, row.median_ns, &row, row.fingerprint,
+          stale[r.row]};
 }
 
 template <std::size_t NDims>
@@ -951,27 +1026,56 @@ BucketName<NDims> RoundBucket(const BucketDim (&dims)[NDims], const std::array<s
   return b;
 }
 
-// `memo` holds the keys this caller resolved before over `index` (the headers pass one per
-// thread).
-template <typename Row, std::size_t NRows, typename Bucket, std::size_t NDims>
-TableLookup<Row, NDims> LookupInTable(const std::array<Row, NRows>& rows, const IndexView<Bucket>& index,
-                                      QueryMemo& memo, const decltype(Row::config)& default_config,
-                                      const BucketDim (&dims)[NDims], const std::array<std::int64_t, NDims>& values,
-                                      std::string_view hardware_key, std::string_view dtype) {
-  const BucketName<NDims> bucket = RoundBucket(dims, values);
-  const Resolution r = index.ResolveQuery(memo.Get(index, hardware_key), dtype, bucket.values);
-  return AnswerFrom<Row, NRows, NDims>(rows, r, default_config, bucket, hardware_key);
+// The lookups of a generated header take its constexpr tables as template arguments (Rows: its
+// kRows, Stale: kStale, Index: kIndex, Default: kDefault, Dims: kDims), so each header gets its
+// own copy of this code with the tables' sizes, seeds, dtype names and bucket rounding folded
+// into it by the compiler: the same code as for any index, without loading what is constant.
+template <const auto& Rows, const auto& Dims>
+using LookupOf = TableLookup<typename std::remove_cv_t<std::remove_reference_t<decltype(Rows)>>::value_type,
+                             std::extent_v<std::remove_reference_t<decltype(Dims)>>>;
+
+template <const auto& Dims, std::size_t NDims = std::extent_v<std::remove_reference_t<decltype(Dims)>>>
+BucketName<NDims> RoundBucketOf(const std::array<std::int64_t, NDims>& values) {
+  return RoundBucket(Dims, values);
 }
 
-template <typename Row, std::size_t NRows, typename Bucket, std::size_t NDims>
-TableLookup<Row, NDims> LookupInTableForHost(const std::array<Row, NRows>& rows, const IndexView<Bucket>& index,
-                                             const HostChain& host, const decltype(Row::config)& default_config,
-                                             const BucketDim (&dims)[NDims],
-                                             const std::array<std::int64_t, NDims>& values, int threads,
-                                             std::string_view dtype) {
-  const BucketName<NDims> bucket = RoundBucket(dims, values);
-  const Resolution r = index.ResolveForHost(host, threads, dtype, bucket.values);
-  return AnswerFrom<Row, NRows, NDims>(rows, r, default_config, bucket, HostKeys::Get().Key(threads));
+// `memo` holds the keys this caller resolved before over `Index` (the headers pass one per
+// thread); `dtype` is an index into Index.dtypes (kNoId: none has it).
+template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
+LookupOf<Rows, Dims> LookupInTableById(
+    QueryMemo& memo, const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values,
+    std::string_view hardware_key, std::uint32_t dtype) {
+  const auto bucket = RoundBucketOf<Dims>(values);
+  const Resolution r = Index.Choose(memo.Get(Index, hardware_key), dtype, bucket.values);
+  return AnswerFrom(Rows, Stale, r, Default, bucket, hardware_key);
+}
+
+// The dtype is found among the table's (a few compares, folded away for a literal where this
+// is inlined), then LookupInTableById.
+template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
+LookupOf<Rows, Dims> LookupInTable(
+    QueryMemo& memo, const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values,
+    std::string_view hardware_key, std::string_view dtype) {
+  return LookupInTableById<Rows, Stale, Index, Default, Dims>(memo, values, hardware_key, Index.DtypeId(dtype));
+}
+
+// `host` is Index.ForHost(), kept by the caller.
+template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
+LookupOf<Rows, Dims> LookupInTableForHostById(
+    const HostChain& host,
+    const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values, int threads,
+    std::uint32_t dtype) {
+  const auto bucket = RoundBucketOf<Dims>(values);
+  const Resolution r = Index.ResolveForHost(host, threads, dtype, bucket.values);
+  return AnswerFrom(Rows, Stale, r, Default, bucket, HostKeys::Get().Key(threads));
+}
+
+template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
+LookupOf<Rows, Dims> LookupInTableForHost(
+    const HostChain& host,
+    const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values, int threads,
+    std::string_view dtype) {
+  return LookupInTableForHostById<Rows, Stale, Index, Default, Dims>(host, values, threads, Index.DtypeId(dtype));
 }
 
 // ---------------------------------------------------------------------------------------------
