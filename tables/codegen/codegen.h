@@ -22,6 +22,9 @@ namespace blocktune::codegen {
 inline constexpr std::string_view kRegenerateCommand = "blocktune tables generate --out tables [--db var/blocktune.db]";
 
 std::string_view ResolveHeaderSource();
+// tables/python/blocktune_resolve.py, the Python twin of resolve.h, embedded the same way: the
+// generator writes it back beside the per-kernel modules.
+std::string_view PythonResolveSource();
 // tables/tuned_entries.jsonl as it was when this binary was built (the checked-in table).
 std::string_view CheckedInEntriesJsonl();
 
