@@ -4,9 +4,9 @@
     kernels/bench/ab_pairs.py FILTER ROUNDS BIN... [ISA=avx2|avx512 in the environment]
 
 Runs each binary (a Google Benchmark program of kernels/bench) in turn, ROUNDS times, each run
-with 3 randomly interleaved repetitions under `chrt -f 10`; within one repetition it divides
-ours by the baseline (OpenBLAS, or the `unfused_*` baseline) and prints, per case and binary, the
-median of those ratios and how many there were. A ratio taken inside one repetition cancels the
+with 3 randomly interleaved repetitions under `chrt -f 10`; within one repetition it takes the
+speedup baseline time / our time (names and baselines as kernels/bench/compare.py reads them)
+and prints, per case and binary, the median of those ratios and how many there were. A ratio taken inside one repetition cancels the
 slow drift of a shared VM that a ratio of two medians keeps. ISA=avx2 (the default) forces
 --isa=avx2 and OpenBLAS's Haswell kernels; ISA=avx512 runs both natively.
 """
@@ -16,6 +16,8 @@ import os
 import statistics
 import subprocess
 import sys
+
+from compare import BASELINES, split  # the benchmark name scheme, written once
 
 
 def main():
@@ -37,23 +39,19 @@ def main():
                                   '--benchmark_repetitions=3', '--benchmark_min_time=0.15',
                                   '--benchmark_enable_random_interleaving=true', '--benchmark_format=json'],
                                  env=env, capture_output=True, text=True, check=True).stdout
-            reps = collections.defaultdict(dict)
+            reps = collections.defaultdict(dict)  # (case, threads, repetition) -> impl -> real_time
             for bm in json.loads(out)['benchmarks']:
                 if bm.get('run_type') != 'iteration':
                     continue
-                parts = bm['run_name'].split('/')
-                baseline = parts[0] == 'openblas' or parts[0].startswith('unfused')
-                # case = the parts both sides share (shape, direction, threads); impl = ours + config
-                shared = [p for p in parts[1:] if p != 'real_time']
-                case = '/'.join(shared if baseline else shared[:-1])
-                impl = 'baseline' if baseline else parts[0] + '/' + shared[-1]
-                rate = bm.get('GFLOPs') or bm.get('GFLOPS') or 1e9 / bm['real_time']
-                reps[(case, bm['repetition_index'])][impl] = rate
+                name = bm['run_name'].removesuffix('/real_time')
+                impl, case, threads, config = split(name)
+                key = 'baseline' if impl in BASELINES and not config else impl + '/' + config
+                reps[(f'{case}/t{threads}', bm['repetition_index'])].setdefault(key, bm['real_time'])
             for (case, _), d in reps.items():
                 base = d.get('baseline')
-                for impl, rate in d.items():
+                for impl, t in d.items():
                     if impl != 'baseline' and base:
-                        res[b][(case, impl)].append(rate / base)
+                        res[b][(case, impl)].append(base / t)  # speedup, as compare.py
     print('case impl ' + ' '.join(os.path.basename(b) for b in bins))
     for key in sorted(set(k for b in bins for k in res[b])):
         cols = ['%.3f(%d)' % (statistics.median(res[b][key]), len(res[b][key])) if res[b][key] else '-' for b in bins]
