@@ -862,6 +862,7 @@ int main(int argc, char** argv) {
   auto service_commands = client::RegisterServiceCommands(app, common, tables_cmd);
   auto results_commands = client::RegisterResultsCommands(app, common);
   auto import_commands = client::RegisterImportCommands(app, common);
+  auto adapt_command = client::RegisterAdaptCommand(app, common);
 
   BenchArgs bench;
   auto* bench_cmd = app.add_subcommand("bench", "verify a kernel config against the reference, then time it");
@@ -972,6 +973,7 @@ int main(int argc, char** argv) {
   if (const int rc = service_commands(); rc >= 0) return rc;
   if (const int rc = results_commands(); rc >= 0) return rc;
   if (const int rc = import_commands(); rc >= 0) return rc;
+  if (const int rc = adapt_command(); rc >= 0) return rc;
   if (generate_cmd->parsed()) return RunTablesGenerate(common, tables_args);
   if (check_cmd->parsed()) return RunTablesCheck(common, tables_args);
   if (bench_cmd->parsed()) return RunBench(common, bench);
