@@ -1,0 +1,89 @@
+// The one list of kernels (declared in kernels/core/kernel_spec.h). It sits in its own folder
+// above core/ and the kernel folders because it includes every kernel: the includes point down.
+// Adding a kernel: one line here plus its own folder.
+#include "kernels/core/kernel_spec.h"
+
+#include <mutex>
+#include <shared_mutex>
+
+#include "kernels/flash_attention/flash_attention.h"
+#include "kernels/fused_cross_entropy/fused_cross_entropy.h"
+#include "kernels/grouped_matmul/grouped_matmul.h"
+#include "kernels/matmul/matmul.h"
+#include "kernels/ragged_paged_attention/ragged_paged_attention.h"
+
+namespace blocktune {
+
+namespace {
+
+struct Registry {
+  std::shared_mutex mu;
+  std::vector<const KernelSpec*> all = {
+      &kernels::MatmulSpec(),
+      &kernels::FlashAttentionSpec(),
+      &kernels::FusedCrossEntropySpec(),
+      &kernels::GroupedMatmulSpec(),
+      &kernels::RaggedPagedAttentionSpec(),
+  };
+  size_t built_in = all.size();
+  // Registered specs live as long as the process, replaced ones too: AllKernels and FindKernel
+  // hand out raw pointers. A replaced spec is a few KiB and replacing takes an operator's reload.
+  std::vector<std::unique_ptr<const KernelSpec>> owned;
+};
+
+Registry& TheRegistry() {
+  static Registry r;
+  return r;
+}
+
+// The position of `name` in r.all, or r.all.size(); the caller holds r.mu.
+size_t IndexOf(const Registry& r, std::string_view name) {
+  size_t i = 0;
+  while (i < r.all.size() && r.all[i]->name() != name) ++i;
+  return i;
+}
+
+}  // namespace
+
+std::vector<const KernelSpec*> AllKernels() {
+  Registry& r = TheRegistry();
+  std::shared_lock lock(r.mu);
+  return r.all;
+}
+
+Status RegisterKernel(std::unique_ptr<const KernelSpec> spec) {
+  if (spec == nullptr) return InvalidArgument("no kernel to register");
+  Registry& r = TheRegistry();
+  std::unique_lock lock(r.mu);
+  if (IndexOf(r, spec->name()) < r.all.size()) {
+    return InvalidArgument("kernel '" + std::string(spec->name()) + "' is already registered" +
+                               (spec->source_file().empty() ? "" : " (" + std::string(spec->source_file()) + ")"),
+                           "name");
+  }
+  r.all.push_back(spec.get());
+  r.owned.push_back(std::move(spec));
+  return {};
+}
+
+Status ReplaceKernel(std::unique_ptr<const KernelSpec> spec) {
+  if (spec == nullptr) return InvalidArgument("no kernel to register");
+  Registry& r = TheRegistry();
+  std::unique_lock lock(r.mu);
+  const size_t i = IndexOf(r, spec->name());
+  if (i < r.built_in) return InvalidArgument("kernel '" + std::string(spec->name()) + "' is built in", "name");
+  if (i < r.all.size()) {
+    r.all[i] = spec.get();
+    r.owned.push_back(std::move(spec));
+    return {};
+  }
+  return NotFound("kernel '" + std::string(spec->name()) + "' is not registered", "name");
+}
+
+const KernelSpec* FindKernel(std::string_view name) {
+  Registry& r = TheRegistry();
+  std::shared_lock lock(r.mu);
+  const size_t i = IndexOf(r, name);
+  return i < r.all.size() ? r.all[i] : nullptr;
+}
+
+}  // namespace blocktune
