@@ -21,8 +21,11 @@ set(GRAPHVIZ_GENERATE_PER_TARGET FALSE)
 set(GRAPHVIZ_GENERATE_DEPENDERS FALSE)
 set(GRAPHVIZ_CUSTOM_TARGETS FALSE)
 # Aliases and helper programs that are not part of the product's structure.
-set(GRAPHVIZ_IGNORE_TARGETS "^blocktune::" "^bare_server$" "^blocktune_version$" "^Threads::Threads$"
-    "^PkgConfig::" "^spdlog::spdlog$" "^nlohmann_json::nlohmann_json$" "^CLI11::CLI11$")
+# Third-party libraries other than SQLite and muparser are left out too: SQLite is the one the
+# picture has to show (who links it), muparser the external kernels' own.
+set(GRAPHVIZ_IGNORE_TARGETS "^blocktune::" "^bare_server$" "^cpp_transpose_runner$" "^blocktune_version$"
+    "^Threads::Threads$" "^PkgConfig::" "httplib" "^fmt::fmt$" "^spdlog::spdlog$"
+    "^nlohmann_json::nlohmann_json$" "^CLI11::CLI11$")
 OPTS
 cmake -S "$src" -B "$work" -G Ninja -DBLOCKTUNE_BUILD_TESTS=OFF -DBLOCKTUNE_BUILD_BENCHMARKS=OFF \
   --graphviz="$work/deps.dot" >"$work/configure.log"
