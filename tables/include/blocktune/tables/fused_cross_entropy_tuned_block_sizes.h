@@ -2,7 +2,7 @@
 // Do not edit. Regenerate with: blocktune tables generate --out tables [--db var/blocktune.db]
 // Kernel fused_cross_entropy, bucket version 1, 40 tuned rows.
 //
-// Header-only; needs only the C++17 standard library and resolve.h next to it. Usage:
+// Header-only; needs only the C++17 standard library and resolve.h (with its parts) next to it. Usage:
 //   auto r = blocktune::tables::fused_cross_entropy::LookupForHost(/*threads=*/1, "f32", b, h, v, backward);
 //   r.config holds the block sizes; r.source says whether they were tuned for this key, borrowed
 //   from the same CPU at another thread count or another CPU of the same vendor and ISA level
