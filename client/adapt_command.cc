@@ -19,7 +19,7 @@
 #include "client/cli.h"
 #include "server/service.h"
 #include "server/timing_flags.h"
-#include "tables/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "tuner/adapt.h"
 #include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
