@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `blocktune adapt --local` killed with SIGKILL and run again loses and repeats nothing. A tiny
-# checked-in table (three matmul f32 buckets, rows of a foreign CPU) drives adapt at 1 and 2
+# checked-in table (four matmul f32 buckets, rows of a foreign CPU) drives adapt at 1 and 2
 # threads; the script kills the CLI with SIGKILL at random moments KILLS times (its workers die
 # with it), then runs the same command to the end. Then: still exactly one sweep per (dtype,
 # threads) unit (the plan's idempotency keys found them again), every task done, progress
@@ -12,7 +12,7 @@
 set -euo pipefail
 build=$1
 kills=${2:-3}
-budget=10  # evaluations per bucket
+budget=16  # evaluations per bucket
 work=$(mktemp -d)
 adapt_pid=
 cleanup() {
@@ -23,7 +23,7 @@ trap cleanup EXIT
 db=$work/db/blocktune.db
 mkdir -p "$work/tables"
 foreign=x86_64.avx2.intel.fam6_mod1.t1
-for b in m32_n32_k32 m64_n64_k32 m128_n128_k32; do
+for b in m32_n32_k32 m64_n64_k32 m128_n128_k32 m256_n256_k32; do
   echo "{\"kernel\":\"matmul\",\"hardware\":\"$foreign\",\"dtype\":\"f32\",\"bucket\":\"$b\",\"bucket_version\":1,\"config\":{\"block_m\":48,\"block_n\":512,\"block_k\":256},\"median_ns\":1000.0,\"samples\":5,\"sweep_id\":1,\"measurement_id\":1,\"measured_at\":\"2026-01-01T00:00:00.000Z\",\"fingerprint\":null}"
 done >"$work/tables/tuned_entries.jsonl"
 
@@ -41,7 +41,7 @@ while [[ $mid -lt $kills ]]; do
   [[ $tries -le $((kills * 5)) ]] || { echo "FAIL: adapt kept finishing before the kill; make the run longer"; exit 1; }
   "${adapt[@]}" >>"$work/adapt.log" 2>&1 &
   adapt_pid=$!
-  sleep "$((RANDOM % 2)).$((RANDOM % 10))$((RANDOM % 10))"
+  sleep "0.$((RANDOM % 7 + 2))$((RANDOM % 10))"  # 0.2 to 0.89 s: start-up, submission or measuring
   if ! kill -0 "$adapt_pid" 2>/dev/null; then
     wait "$adapt_pid" || true
     adapt_pid=
@@ -74,12 +74,12 @@ own_rows=$(grep -c '"kernel":"matmul"' "$work/tables/tuned_entries.jsonl" || tru
 own_rows=$((own_rows - $(grep -c "\"hardware\":\"$foreign\"" "$work/tables/tuned_entries.jsonl")))
 echo "kills=$mid sweeps=$sweeps buckets=$buckets measurements=$total distinct=$distinct tasks_not_done=$not_done bad_progress=$bad_progress off_budget=$off_budget breakdowns=$breakdowns own_rows=$own_rows integrity=$integrity"
 [[ $sweeps == 2 ]] || { echo "FAIL: $sweeps sweeps, expected 2 (one per thread count)"; exit 1; }
-[[ $buckets == 6 ]] || { echo "FAIL: $buckets (sweep, bucket) pairs measured, expected 6"; exit 1; }
+[[ $buckets == 8 ]] || { echo "FAIL: $buckets (sweep, bucket) pairs measured, expected 8"; exit 1; }
 [[ $not_done == 0 ]] || { echo "FAIL: $not_done tasks not done"; exit 1; }
 [[ $total == "$distinct" ]] || { echo "FAIL: a config was measured twice"; exit 1; }
 [[ $bad_progress == 0 ]] || { echo "FAIL: progress does not match the stored measurements"; exit 1; }
 [[ $off_budget == 0 ]] || { echo "FAIL: $off_budget buckets measured more or fewer configs than their budget"; exit 1; }
 [[ $breakdowns == 2 ]] || { echo "FAIL: $breakdowns sweeps with a time breakdown, expected 2"; exit 1; }
 [[ $integrity == ok ]] || { echo "FAIL: integrity_check: $integrity"; exit 1; }
-[[ $own_rows == 6 ]] || { echo "FAIL: $own_rows rows of this host in the regenerated table, expected 6"; cat "$work/final.log"; exit 1; }
-echo "PASS: $mid SIGKILLs, adapt resumed its 2 sweeps, $total measurements each exactly once, 6 own rows generated"
+[[ $own_rows == 8 ]] || { echo "FAIL: $own_rows rows of this host in the regenerated table, expected 8"; cat "$work/final.log"; exit 1; }
+echo "PASS: $mid SIGKILLs, adapt resumed its 2 sweeps, $total measurements each exactly once, 8 own rows generated"
