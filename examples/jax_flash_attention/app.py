@@ -5,7 +5,7 @@ infer_block_sizes(hardware key, dtype, dims) with the tuned config of this machi
 row of the same CPU family, or the spec's default, and attention() passes the answer as the
 static block sizes of the jit-compiled kernel.
 
-  python3 app.py [--tables DIR] [--hardware KEY] [--seq N] [--heads H] [--head-dim D] [--causal]
+  python3 app.py [--tables DIR] [--hardware KEY] [--seq N] [--heads H] [--head-dim D]
 
 DIR holds the generated module (default: this folder, which has the table generated from the
 sweep in docs/python.md); KEY defaults to BLOCKTUNE_HARDWARE, else `blocktune hardware --json`'s
@@ -36,12 +36,12 @@ def fit(block: int, seq: int) -> int:
     return max(block, 1)
 
 
-def attention(q, k, v, *, tuned, hardware_key: str, causal: bool = False):
+def attention(q, k, v, *, tuned, hardware_key: str):
+    """Causal self-attention with the tuned block sizes of this problem's bucket."""
     heads, seq, head_dim = q.shape
-    config, source, _, bucket = tuned.infer_block_sizes(hardware_key, "f32", heads=heads, seq=seq,
-                                                        head_dim=head_dim, causal=int(causal))
+    config, source, _, bucket = tuned.infer_block_sizes(hardware_key, "f32", heads=heads, seq=seq, head_dim=head_dim)
     bq, bkv = fit(config["block_q"], seq), fit(config["block_kv"], seq)
-    return fa.flash_attention(q, k, v, block_q=bq, block_kv=bkv, causal=causal), config, source, bucket
+    return fa.flash_attention(q, k, v, block_q=bq, block_kv=bkv, causal=True), config, source, bucket
 
 
 def host_key() -> str:
@@ -62,14 +62,13 @@ def main() -> None:
     ap.add_argument("--heads", type=int, default=2)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--head-dim", type=int, default=32)
-    ap.add_argument("--causal", action="store_true")
     args = ap.parse_args()
     sys.path.insert(0, args.tables)
     tuned = importlib.import_module("jax_flash_attention_tuned_block_sizes")
     key = args.hardware or host_key()
     q, k, v = fa.make_inputs(args.heads, args.seq, args.head_dim, seed=7)
-    out, config, source, bucket = attention(q, k, v, tuned=tuned, hardware_key=key, causal=args.causal)
-    err = float(np.max(np.abs(np.asarray(out) - fa.reference(q, k, v, causal=args.causal))))
+    out, config, source, bucket = attention(q, k, v, tuned=tuned, hardware_key=key)
+    err = float(np.max(np.abs(np.asarray(out) - fa.reference(q, k, v, causal=True))))
     print(json.dumps({"hardware": key, "bucket": bucket, "config": config, "source": source,
                       "default": tuned.DEFAULT, "max_abs_err": err}))
 

@@ -18,7 +18,7 @@ from blocktune import Client, tables
 from conftest import BUILD, SOURCE, start_daemon, stop_daemon
 
 EXAMPLE = SOURCE / "examples" / "jax_flash_attention"
-SHAPE = {"heads": 2, "seq": 128, "head_dim": 32, "causal": 1}
+SHAPE = {"heads": 2, "seq": 128, "head_dim": 32}
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def test_sweep_table_and_lookup_from_jax(jax_daemon, tmp_path: Path) -> None:  #
     hw = final["hardware"]
     best = min((m for m in ms if m["outcome"] == "ok"), key=lambda m: m["median_ns"])
     looked = c.lookup("jax_flash_attention", hardware=hw, **SHAPE)
-    assert looked.source == "tuned" and looked.bucket == "heads2_seq128_head_dim32_causal1"
+    assert looked.source == "tuned" and looked.bucket == "heads2_seq128_head_dim32"
     # The winner is chosen noise-aware (a decision round may re-time the fastest few), so it
     # need not be the single fastest median; it is one of the measured ok configs.
     assert looked.config in [m["config"] for m in ms if m["outcome"] == "ok"]
@@ -70,7 +70,7 @@ def test_sweep_table_and_lookup_from_jax(jax_daemon, tmp_path: Path) -> None:  #
 
     def app(key: str) -> dict:  # type: ignore[type-arg]
         res = subprocess.run([sys.executable, str(EXAMPLE / "app.py"), "--tables", str(out / "python"),
-                              "--hardware", key, "--seq", "100", "--causal"],
+                              "--hardware", key, "--seq", "100"],
                              capture_output=True, text=True, check=True)
         return json.loads(res.stdout)
 
