@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Benchmark (not a test): blocktune.Client.lookup per call against a raw http.client keep-alive
-GET of the same URL to the same daemon, interleaved in one process (rounds alternate which goes
-first), so load on the machine hits both alike. Prints the median per-call time of each over the
-rounds and the ratio Client / raw (target <= 1.2). The raw request reads the body and, in a
-second column, also parses it with json.loads (what any caller does with it).
+GET of the same URL to the same daemon, interleaved call by call in one process, so load on the
+machine hits both alike. Prints the median per-call time of each and the ratio Client / raw
+(target <= 1.2). The raw request reads the body; a third column also parses it with json.loads
+(what any caller does with it).
 
   build/pyenv/bin/python python/bench/client_overhead.py [--url URL] [--rounds 30] [--calls 200]
 
@@ -60,38 +60,35 @@ def main() -> None:
         target = "/v1/lookup?" + urllib.parse.urlencode({"kernel": "matmul", **DIMS})
         headers = {"Accept": "application/json"}
 
-        def run_client() -> float:
-            t0 = time.perf_counter()
-            for _ in range(args.calls):
-                client.lookup("matmul", **DIMS)
-            return (time.perf_counter() - t0) / args.calls
+        def raw_get(parse: bool) -> None:
+            raw.request("GET", target, headers=headers)
+            data = raw.getresponse().read()
+            if parse:
+                json.loads(data)
 
-        def run_raw(parse: bool) -> float:
-            t0 = time.perf_counter()
-            for _ in range(args.calls):
-                raw.request("GET", target, headers=headers)
-                data = raw.getresponse().read()
-                if parse:
-                    json.loads(data)
-            return (time.perf_counter() - t0) / args.calls
-
+        calls = [lambda: client.lookup("matmul", **DIMS), lambda: raw_get(False), lambda: raw_get(True)]
         assert client.lookup("matmul", **DIMS).bucket == "m1024_n1024_k1024"
-        run_client(), run_raw(True)  # warm both connections
-        c, r, rp = [], [], []
-        for i in range(args.rounds):
-            order = [("c", run_client), ("r", lambda: run_raw(False)), ("p", lambda: run_raw(True))]
-            if i % 2:
-                order.reverse()
-            for name, fn in order:
-                {"c": c, "r": r, "p": rp}[name].append(fn())
-        mc, mr, mp = statistics.median(c), statistics.median(r), statistics.median(rp)
-        print(f"rounds {args.rounds} x {args.calls} calls, {url}")
-        print(f"Client.lookup           {mc * 1e6:8.1f} us/call")
+        for fn in calls * 200:  # warm both connections
+            fn()
+        # Interleaved call by call (the three in a rotating order), each call timed alone: a
+        # load spike on this shared machine lands on all three alike, and the medians drop it.
+        times: list[list[float]] = [[], [], []]
+        clock = time.perf_counter
+        for i in range(args.rounds * args.calls):
+            for j in range(3):
+                which = (i + j) % 3
+                t0 = clock()
+                calls[which]()
+                times[which].append(clock() - t0)
+        mc, mr, mp = (statistics.median(t) for t in times)
+        n = len(times[0])
+        print(f"{n} calls each, interleaved, {url}")
+        print(f"Client.lookup           {mc * 1e6:8.1f} us/call (median)")
         print(f"raw http.client GET     {mr * 1e6:8.1f} us/call   Client / raw        = {mc / mr:.3f}")
         print(f"raw GET + json.loads    {mp * 1e6:8.1f} us/call   Client / raw+parse  = {mc / mp:.3f}")
-        ratios = sorted(ci / ri for ci, ri in zip(c, r))
-        print(f"per-round ratio Client / raw: min {ratios[0]:.3f} median {statistics.median(ratios):.3f} "
-              f"max {ratios[-1]:.3f}")
+        q = [statistics.quantiles(t, n=10) for t in times]
+        print(f"p10 / p90: Client {q[0][0] * 1e6:.1f} / {q[0][-1] * 1e6:.1f} us, raw {q[1][0] * 1e6:.1f} / "
+              f"{q[1][-1] * 1e6:.1f} us (ratio of p10s {q[0][0] / q[1][0]:.3f})")
     finally:
         if proc is not None:
             proc.terminate()

@@ -19,7 +19,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 Json = dict[str, Any]
 
@@ -53,9 +53,9 @@ class ApiError(Exception):
                    str(err.get("path", "") or ""), retry_after)
 
 
-@dataclass(frozen=True, slots=True)
-class Lookup:
-    """One lookup answer (GET /v1/lookup): the config and where it came from."""
+class Lookup(NamedTuple):
+    """One lookup answer (GET /v1/lookup): the config and where it came from. A NamedTuple:
+    built in ~1 us, against ~5 us for a frozen dataclass, on the path the overhead target is for."""
 
     kernel: str
     config: dict[str, int]
@@ -104,6 +104,13 @@ class Query:
 
 FINISHED = frozenset({"done", "failed", "cancelled"})
 
+_PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _q(text: str) -> str:
+    """A query component: kernel names, dims and hardware keys are plain; anything else quoted."""
+    return text if _PLAIN.issuperset(text) else urllib.parse.quote(text, safe="")
+
 
 @dataclass
 class Client:
@@ -126,6 +133,7 @@ class Client:
         self._host = parts.hostname
         self._port = parts.port
         self._prefix = parts.path.rstrip("/")
+        self._get_headers = {"Accept": "application/json"}
         if self.token is None:
             self.token = os.environ.get("BLOCKTUNE_TOKEN") or None
         if self.token is None and self.token_file:
@@ -177,6 +185,13 @@ class Client:
             return resp.status, data, resp
         raise AssertionError("unreachable")
 
+    def _get_json(self, target: str) -> Any:
+        """GET of a JSON route, the lookup's hot path: no query dict, no header dict per call."""
+        status, data, resp = self._send("GET", self._prefix + target, None, self._get_headers)
+        if status >= 400:
+            raise ApiError.from_body(status, json.loads(data) if data else None)
+        return json.loads(data)
+
     def request(self, method: str, path: str, query: Mapping[str, Any] | None = None,
                 body: Any = None, headers: Mapping[str, str] | None = None, auth: bool = False) -> Any:
         """Any route: JSON in, JSON out (text for non-JSON answers). Raises ApiError on >= 400."""
@@ -219,17 +234,20 @@ class Client:
                hardware: str | None = None, config: Mapping[str, int] | str | None = None,
                **dims: int) -> Lookup:
         """Best block sizes for one problem: client.lookup("matmul", m=1000, n=1000, k=1000)."""
-        q: dict[str, Any] = {"kernel": kernel}
-        q.update(dims)
+        # The query string by hand: urlencode costs ~10 us a call, as much as parsing the answer.
+        parts = ["/v1/lookup?kernel=", _q(kernel)]
+        for name, v in dims.items():
+            parts += ("&", _q(name), "=", str(int(v)))
         if dtype is not None:
-            q["dtype"] = dtype
+            parts += ("&dtype=", _q(dtype))
         if threads is not None:
-            q["threads"] = threads
+            parts += ("&threads=", str(int(threads)))
         if hardware is not None:
-            q["hardware"] = hardware
+            parts += ("&hardware=", _q(hardware))
         if config is not None:
-            q["config"] = config if isinstance(config, str) else ",".join(f"{k}={v}" for k, v in config.items())
-        return Lookup.from_json(self.request("GET", "/v1/lookup", q))
+            text = config if isinstance(config, str) else ",".join(f"{k}={v}" for k, v in config.items())
+            parts += ("&config=", _q(text))
+        return Lookup.from_json(self._get_json("".join(parts)))
 
     def lookup_batch(self, queries: Sequence[Query | Mapping[str, Any]]) -> list[Lookup | ApiError]:
         """Up to 256 problems in one request; each item a Lookup or the ApiError of that query
