@@ -107,9 +107,18 @@ FINISHED = frozenset({"done", "failed", "cancelled"})
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
 
+_QUOTED: dict[str, str] = {}
+
+
 def _q(text: str) -> str:
-    """A query component: kernel names, dims and hardware keys are plain; anything else quoted."""
-    return text if _PLAIN.issuperset(text) else urllib.parse.quote(text, safe="")
+    """A query component: kernel names, dims and hardware keys are plain; anything else quoted.
+    Remembered (up to 4096 strings): the same few names come back on every lookup."""
+    out = _QUOTED.get(text)
+    if out is None:
+        out = text if _PLAIN.issuperset(text) else urllib.parse.quote(text, safe="")
+        if len(_QUOTED) < 4096:
+            _QUOTED[text] = out
+    return out
 
 
 @dataclass
@@ -237,7 +246,7 @@ class Client:
         # The query string by hand: urlencode costs ~10 us a call, as much as parsing the answer.
         parts = ["/v1/lookup?kernel=", _q(kernel)]
         for name, v in dims.items():
-            parts += ("&", _q(name), "=", str(int(v)))
+            parts.append(f"&{_q(name)}={int(v)}")
         if dtype is not None:
             parts += ("&dtype=", _q(dtype))
         if threads is not None:
