@@ -125,7 +125,7 @@ class Runner:
         self.block = block or (lambda out: out)
         self.clock = clock
         self._problem: tuple[Any, ...] | None = None
-        self._inputs: tuple[Any, ...] = ()
+        self._inputs: tuple[Any, ...] | None = None
         self._expected: Any = None
 
     def _prepare(self, req: Request) -> None:
@@ -154,7 +154,7 @@ class Runner:
             return {"outcome": "invalid", "message": str(e)}
         except Exception as e:  # noqa: BLE001
             return {"outcome": "runtime_failed", "message": "inputs or reference: " + _message(e)}
-        inputs, block, clock = self._inputs, self.block, self.clock
+        inputs, block, clock = self._inputs or (), self.block, self.clock
         try:
             out = block(fn(*inputs))  # warm-up and the output checked
         except CompileFailed as e:

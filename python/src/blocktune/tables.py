@@ -58,7 +58,7 @@ class Table:
         return Resolution(dict(config), source, hw, bucket)
 
     def bucket_id(self, **dims: int) -> str:
-        return str(_resolve.bucket_id(self.bucket_dims, dims))
+        return _resolve.bucket_id(self.bucket_dims, dims)
 
 
 def load_python(path: str | os.PathLike[str]) -> Table:
@@ -83,9 +83,7 @@ def load_json(path: str | os.PathLike[str]) -> Table:
     table = _resolve.Table(tuned, default, dims)
 
     def infer(hardware_key: str, dtype: str, **values: int) -> tuple[Any, str, str | None, str]:
-        result: tuple[Any, str, str | None, str] = table.lookup(hardware_key, dtype,
-                                                                _resolve.bucket_values(dims, values))
-        return result
+        return table.lookup(hardware_key, dtype, _resolve.bucket_values(dims, values))
 
     rows = {k: dict(v[0]) for k, v in tuned.items()}
     return Table(str(j["kernel"]), tuple(j["params"]), default, dims, int(j["bucket_version"]), rows, infer)
