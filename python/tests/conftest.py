@@ -26,8 +26,17 @@ class Daemon:
     log: Path
 
 
-def start_daemon(tmp: Path, *flags: str) -> Daemon:
+def start_daemon(tmp: Path, name: str, *flags: str) -> Daemon:
+    """blocktuned on a free port, its database in tmp/db. Like tests/e2e/lib.sh it records every
+    exchange in BUILD/contract/exchanges/pytest_<name>.jsonl, which ctest contract_exchanges
+    validates against the served OpenAPI document (BLOCKTUNE_NO_EXCHANGE_LOG=1: no record)."""
     (tmp / "db").mkdir(parents=True, exist_ok=True)
+    if not os.environ.get("BLOCKTUNE_NO_EXCHANGE_LOG"):
+        exchanges = BUILD / "contract" / "exchanges"
+        exchanges.mkdir(parents=True, exist_ok=True)
+        record = exchanges / f"pytest_{name}.jsonl"
+        record.write_text("")
+        flags = ("--exchange-log", str(record), *flags)
     port_file = tmp / "port"
     log = tmp / "daemon.log"
     with open(log, "wb") as out:
@@ -61,7 +70,7 @@ def stop_daemon(d: Daemon) -> None:
 @pytest.fixture(scope="module")
 def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
     # Short timing so sweeps of the tests take seconds (as tests/e2e/e2e_external.sh).
-    d = start_daemon(tmp_path_factory.mktemp("daemon"), "--min-repetition-ms", "2", "--repetitions", "3",
+    d = start_daemon(tmp_path_factory.mktemp("daemon"), "client", "--min-repetition-ms", "2", "--repetitions", "3",
                      "--max-cv", "1000")
     yield d
     stop_daemon(d)

@@ -26,7 +26,7 @@ def jax_daemon(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
     old = os.environ["PATH"]
     os.environ["PATH"] = str(Path(sys.executable).parent) + os.pathsep + old  # the runner's python3
     try:
-        d = start_daemon(tmp_path_factory.mktemp("jax"), "--kernel-dir", str(EXAMPLE), "--min-repetition-ms", "2",
+        d = start_daemon(tmp_path_factory.mktemp("jax"), "jax_example", "--kernel-dir", str(EXAMPLE), "--min-repetition-ms", "2",
                          "--repetitions", "3", "--max-cv", "1000")
     finally:
         os.environ["PATH"] = old
