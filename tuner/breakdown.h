@@ -58,8 +58,9 @@ struct EvalCosts {
   }
 };
 
-// A sweep's (or one task's) wall time by phase. A resumed sweep adds the time of every run,
-// including work a SIGKILL threw away (that time was spent), so its efficiency is honest.
+// A sweep's (or one task's) wall time by phase. A resumed sweep adds the time of every run that
+// returned (done, cancelled, failed, or released at a drain); a run ended by SIGKILL records
+// nothing, since the breakdown is committed as RunSweep returns.
 struct SweepBreakdown {
   double wall_s = 0;      // the engine's wall clock, summed over the sweep's tasks
   EvalCosts eval;         // the evaluator's phases
