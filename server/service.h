@@ -71,9 +71,10 @@ class Service {
   void Stop();
   bool Ready() const { return runner_alive_.load(); }
 
-  // Validates the request fully (kernel, dims, threads, space size) before anything is stored.
-  Result<store::CreatedSweep> SubmitSweep(const tuner::SweepRequest& request, const std::string& idempotency_key,
-                                          const std::string& canonical_request);
+  // Validates the request fully (dims, threads, space size) before anything is stored. `spec` is
+  // the request's kernel, as the codec found it (wire::DecodeSweepSubmission).
+  Result<store::CreatedSweep> SubmitSweep(const KernelSpec& spec, const tuner::SweepRequest& request,
+                                          const std::string& idempotency_key, const std::string& canonical_request);
   Result<SweepView> GetSweep(int64_t id);
   Result<std::vector<store::SweepRecord>> ListSweeps(std::optional<store::SweepStatus> status, int64_t after_id,
                                                      int64_t limit);
@@ -126,7 +127,8 @@ class Service {
  private:
   Status ReloadIndex();
   Status BackfillTasks();
-  Result<std::vector<store::TaskPlan>> Plan(const tuner::SweepRequest& request, const HardwareProfile& hw) const;
+  Result<std::vector<store::TaskPlan>> Plan(const KernelSpec& spec, const tuner::SweepRequest& request,
+                                            const HardwareProfile& hw) const;
   bool TakeSweepToken();
   void RunnerLoop();
   void FlusherLoop();
