@@ -90,8 +90,19 @@ TEST(Codegen, SkipsRowsThatDoNotFitTheKernelAndPublishesTheRest) {
   partial.config = NamedInts({{"block_m", 48}});
   auto bad_version = Entry(hw, "m4096_n128_k128", 48);
   bad_version.bucket_version = 99;
-  auto files = GenerateAll({good, bad_bucket, bad_values, not_candidate, bad_param, partial, bad_version});
+  std::vector<std::string> skipped;
+  auto files = GenerateAll({good, bad_bucket, bad_values, not_candidate, bad_param, partial, bad_version}, &skipped);
   ASSERT_TRUE(files) << "one bad row blocks publishing: " << files.error().ToString();
+  // One warning per skipped row, naming the row and the field.
+  ASSERT_EQ(skipped.size(), 6u);
+  const char* fields[] = {"[bucket]", "[config.block_m]", "[config.block_m]", "[config.block_z]", "[config.block_n]",
+                          "[bucket_version]"};
+  std::vector<std::string> sorted_rows = {"m999_n1_k1", "m256_n256_k256", "m512_n512_k512", "m1024_n128_k128",
+                                          "m2048_n128_k128", "m4096_n128_k128"};
+  for (size_t i = 0; i < skipped.size(); ++i) {
+    EXPECT_NE(skipped[i].find(sorted_rows[i]), std::string::npos) << skipped[i];
+    EXPECT_NE(skipped[i].find(fields[i]), std::string::npos) << skipped[i];
+  }
   const std::string& h = files->at("include/blocktune/tables/matmul_tuned_block_sizes.h");
   EXPECT_NE(h.find("std::array<Row, 1>"), std::string::npos);
   EXPECT_EQ(h.find("-96"), std::string::npos);
@@ -108,7 +119,9 @@ TEST(Codegen, SkipsRowsThatDoNotFitTheKernelAndPublishesTheRest) {
 TEST(CheckedInTable, EveryRowValidatesAndMatchesTheReference) {
   auto rows = ParseJsonl(CheckedInEntriesJsonl());
   ASSERT_TRUE(rows) << rows.error().ToString();
-  ASSERT_TRUE(GenerateAll(*rows)) << "checked-in rows do not fit their kernels";
+  std::vector<std::string> skipped;
+  ASSERT_TRUE(GenerateAll(*rows, &skipped));
+  EXPECT_TRUE(skipped.empty()) << "checked-in rows do not fit their kernels: " << skipped.front();
   const HardwareProfile host = HardwareProfile::Detect(1);
   for (const auto& e : *rows) {
     SCOPED_TRACE(e.kernel + " " + e.hardware_key + " " + e.bucket + " " + e.config.ToString());
