@@ -17,9 +17,11 @@ build=$1
 source "$(dirname "$0")/lib.sh"
 bt=$build/client/blocktune
 fail() { echo "FAIL: $*"; exit 1; }
-# Live `sleep SECONDS` processes (zombies have an empty command line).
-sleeps() { local n=0 f; for f in /proc/[0-9]*/cmdline; do [[ $(tr '\0' ' ' <"$f" 2>/dev/null) == "sleep $1 " ]] && n=$((n + 1)); done; echo $n; }
-sleeps_gone() { for _ in $(seq 100); do [[ $(sleeps "$1") == 0 ]] && return 0; sleep 0.05; done; return 1; }
+# Live `sleep SECONDS` processes (pgrep skips zombies' empty command lines), and a wait of at
+# most 5 s for them to be gone (a SIGKILL is delivered asynchronously); the runners' sleeps last
+# 31.7 s, so one still there after 5 s outlived its runner.
+sleeps() { pgrep -c -f "^sleep ${1//./\\.}\$" || true; }
+sleeps_gone() { local end=$((SECONDS + 5)); while ((SECONDS < end)); do [[ $(sleeps "$1") == 0 ]] && return 0; sleep 0.1; done; return 1; }
 
 # A kernel whose runner starts a `sleep` in the background, answers one config and exits (one
 # runner per config).
