@@ -4,7 +4,7 @@
 # crash, no sanitizer report, no broken codec promise (see the target). Prints libFuzzer's final
 # stats. clang 19, not 14 as for deploy/fuzz-request.sh: the results codec returns Result<T>
 # (std::expected), which clang 14 cannot compile with libstdc++ 12.
-# Everything that handles JSON (the whole wire library: server/codec/*.cc, guards.cc) and the
+# Everything that handles JSON (the whole wire library: server/wire/*.cc, guards.cc) and the
 # ingest checks (tuner/check.cc) are compiled here with coverage and sanitizers; the rest they
 # call (kernel specs, the names of outcomes and strategies; no JSON) is linked from the GCC
 # build's static libraries, so BUILD_DIR must be built first. Not the GCC build's wire library:
@@ -19,13 +19,13 @@ out=${3:-$build/fuzz-results}
 "$root/deploy/install-deps.sh" clang-19 libclang-rt-19-dev >/dev/null
 mkdir -p "$out/corpus"
 libs=()
-for l in schema/libblocktune_store.a tuner/libblocktune_tuner.a kernels/libblocktune_kernels.a; do
+for l in store/libblocktune_store.a tuner/libblocktune_tuner.a kernels/libblocktune_kernels.a; do
   [[ -f $build/$l ]] || { echo "FAIL: $build/$l is missing; build the tree first"; exit 1; }
   libs+=("$build/$l")
 done
 flags=(-std=c++23 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
        -I "$root" -I "$root/tables/include" -I "$build/generated")
-srcs=(server/fuzz/results_fuzzer.cc server/codec/*.cc server/guards.cc tuner/check.cc)
+srcs=(server/fuzz/results_fuzzer.cc server/wire/*.cc server/guards.cc tuner/check.cc)
 mkdir -p "$out/obj"
 # Two compilers at a time (the machine's cores).
 objs=()

@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "kernels/core/kernel_spec.h"
-#include "server/codec.h"
+#include "server/wire.h"
 #include "tuner/check.h"
 
 namespace {
