@@ -79,7 +79,7 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
     plan.bucket = bucket;
     plan.problem = rep;
     for (const Config& c : space) {
-      // The one config check: what ingest (schema/results.cc) and published rows are held to.
+      // The one config check: what ingest (store/results.cc) and published rows are held to.
       if (auto s = CheckConfig(spec, c, rep, hw); s) {
         plan.valid.push_back(c);
       } else {
