@@ -385,7 +385,10 @@ TEST_F(RunnerTest, WhatARunnerStartedDiesWithIt) {
     tuner::InProcessEvaluator scoped;
     const Measurement good = Run(scoped, Make("ext_fork_good", std::string("sleep 31.74 & ") + kGood));
     EXPECT_EQ(good.outcome, Outcome::kOk) << good.detail;
-    EXPECT_EQ(LiveSleeps("31.74"), 1);  // alive while its runner serves
+    // Alive while its runner serves (the shell's background child may exec `sleep` only after
+    // the runner has answered: wait up to 5 s for it).
+    for (int i = 0; i < 100 && LiveSleeps("31.74") == 0; ++i) usleep(50000);
+    EXPECT_EQ(LiveSleeps("31.74"), 1);
   }
   EXPECT_EQ(SleepsLeft("31.74"), 0) << "the evaluator is gone and the runner's child still runs";
 }
