@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -144,6 +145,9 @@ class Service {
   std::vector<tuner::TunedEntry> checked_in_;  // tables/tuned_entries.jsonl as built in
   mutable std::shared_mutex index_mu_;
   std::shared_ptr<const tuner::LookupIndex> index_;
+
+  std::mutex skipped_mu_;
+  std::set<std::string> skipped_rows_;  // tuned rows ReloadIndex refused to serve, logged once each
 
   std::mutex reload_mu_;
   std::mutex rate_mu_;
