@@ -49,10 +49,10 @@ struct SweepRecord {
   std::string host;
   int bucket_version = 0;
   bool imported = false;
-  // Where its wall time went (migration 0013), summed over its tasks and runs; none until a
+  // Where its wall time went (migration 0014), summed over its tasks and runs; none until a
   // task of it has run here (and never for an imported sweep).
   std::optional<tuner::SweepBreakdown> breakdown;
-  // Other hardware profiles its transfer searches drew on (migration 0013); filled by Get only.
+  // Other hardware profiles its transfer searches drew on (migration 0014); filled by Get only.
   std::vector<tuner::ProfileSimilarity> prior_profiles;
 };
 

@@ -1,4 +1,4 @@
--- 0013: where a sweep's wall time went (issue 22). One row per sweep that ran here, the sum
+-- 0014: where a sweep's wall time went (issue 22). One row per sweep that ran here, the sum
 -- over its tasks and resumed runs of tuner::SweepBreakdown: the engine's wall clock, the
 -- evaluator's phases (timed repetitions, calibration, discarded noisy attempts, verification,
 -- reference outputs, input set-up, worker starts, the channel, requests lost to a crash or
