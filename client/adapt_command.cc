@@ -226,10 +226,10 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     for (const auto& s : unit.request.shapes) shapes.push_back(wire::EncodeConfig(s));
     body["shapes"] = shapes;
     if (a.local) {
-      auto request = wire::DecodeSweepRequest(body, wire::Limits{});
-      if (!request) return Fail(kExitUsage, request.error().ToString());
-      const std::string canonical = wire::Dump(wire::EncodeSweepRequest(*request));
-      auto created = service->SubmitSweep(*request, unit.idempotency_key, canonical);
+      auto submission = wire::DecodeSweepSubmission(body, wire::Limits{});
+      if (!submission) return Fail(kExitUsage, submission.error().ToString());
+      auto created = service->SubmitSweep(*submission->spec, submission->request, unit.idempotency_key,
+                                          submission->canonical);
       if (!created) return Fail(kExitUsage, unit.idempotency_key + ": " + created.error().ToString());
       ids.push_back(created->id);
       resumed += created->created ? 0 : 1;
