@@ -705,8 +705,8 @@ std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI:
   sweep_cmd->add_option("--shape", sweep->shapes, "problem dims, e.g. m=1024,n=1024,k=1024 (repeatable; required unless --from-misses)");
   sweep_cmd->add_option("--dtype", sweep->dtype, "element type")->capture_default_str();
   sweep_cmd->add_option("--threads", sweep->threads, "threads the kernel runs with")->capture_default_str()->check(CLI::Range(1, 256));
-  sweep_cmd->add_option("--strategy", sweep->strategy, "exhaustive, random, anneal, surrogate or transfer (docs/tuning.md)")
-      ->capture_default_str()->check(CLI::IsMember({"exhaustive", "random", "anneal", "surrogate", "transfer"}));
+  sweep_cmd->add_option("--strategy", sweep->strategy, "exhaustive, random, anneal, surrogate, transfer or auto (docs/tuning.md, docs/search.md)")
+      ->capture_default_str()->check(CLI::IsMember({"exhaustive", "random", "anneal", "surrogate", "transfer", "auto"}));
   sweep_cmd->add_option("--budget", sweep->budget,
                         "evaluations per bucket (0: random 32, anneal/surrogate/transfer a tenth of the valid space, at least 8)")
       ->capture_default_str();

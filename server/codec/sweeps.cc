@@ -155,7 +155,7 @@ Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limi
   auto strategy = GetString(j, "strategy", "strategy", std::string("exhaustive"));
   if (!strategy) return std::unexpected(strategy.error());
   auto st = tuner::ParseStrategy(*strategy);
-  if (!st) return InvalidArgument("strategy must be 'exhaustive', 'random', 'anneal', 'surrogate' or 'transfer'", "strategy");
+  if (!st) return InvalidArgument("strategy must be 'exhaustive', 'random', 'anneal', 'surrogate', 'transfer' or 'auto'", "strategy");
   r.strategy = *st;
   auto budget = GetInt(j, "budget", "budget", 0);
   if (!budget) return std::unexpected(budget.error());
