@@ -8,7 +8,8 @@
 #  2. a row carrying the changed fingerprint (measured by the changed build) is detected stale:
 #     `tables check` lists it and exits 1, the daemon's lookup answers it with "stale": true, and
 #     a fresh row of this build passes;
-#  3. `tables generate --db` on this machine's own matmul row: a much slower config is refused
+#  3. `tables generate --db` on this machine's own matmul row: a slower config (the fault worker's
+#     "slow" rule adds 5 ms per call, so the outcome does not depend on the machine's load) is refused
 #     (gate kept), --force takes it (gate forced), and both decisions are in the jsonl, the
 #     generated JSON and the header comments;
 #  4. the gate runs its configs in worker processes: with a worker that segfaults on the new
@@ -118,13 +119,16 @@ mkdir -p "$work/tables"
 # The checked-in row: the default config on 256^3 for this host, fresh.
 printf '{"kernel":"matmul","hardware":"%s","dtype":"f32","bucket":"m256_n256_k256","bucket_version":1,"config":{"block_m":96,"block_n":512,"block_k":256},"median_ns":500000.0,"samples":5,"sweep_id":1,"measurement_id":1,"measured_at":"2026-11-25T00:00:00.000Z","fingerprint":"%s"}\n' \
   "$key" "$old_matmul" >"$work/tables/tuned_entries.jsonl"
-# The database row: the smallest blocks, which repack A and B several times over the same
-# problem, for this host: slower, or at best inside the noise, so the gate keeps the old row.
+# The database row: another config, made slower than the old one by the fault worker's "slow"
+# rule (a 5 ms busy-wait per call, ~10x the kernel) so the gate keeps the old row on any machine
+# and under any load (with real configs timed, a machine at load 15 once measured
+# the smaller blocks 67% faster).
 sqlite3 "$work/db/blocktune.db" "DELETE FROM tuned_entries; INSERT INTO tuned_entries (kernel, hardware_key, dtype,
   bucket, bucket_version, config, median_ns, samples, sweep_id, measurement_id, measured_at, fingerprint) VALUES
   ('matmul', '$key', 'f32', 'm256_n256_k256', 1, 'block_m=48,block_n=128,block_k=128', 1, 5, 2, 2,
   '2026-11-25T01:00:00.000Z', '$old_matmul')"
-"$bt" tables generate --out "$work/tables" --db "$work/db/blocktune.db" --gate-repetitions 5 --gate-min-time-ms 5 \
+BLOCKTUNE_FAULT_INJECT="block_m=48,block_n=128:slow" "$bt" tables generate --out "$work/tables" \
+  --db "$work/db/blocktune.db" --gate-repetitions 5 --gate-min-time-ms 5 --worker "$build/tests/blocktune-fault-worker" \
   >"$work/gen.out" 2>"$work/gen.err"
 cat "$work/gen.err"
 grep -q "^gate kept     matmul $key f32 m256_n256_k256" "$work/gen.err"

@@ -50,7 +50,9 @@ const KernelSpec& FaultSpec();
 // Wraps a real kernel so configs matching a rule trigger a process-level fault before running
 // (for the daemon end-to-end test, where the daemon plans with the real kernel and only the
 // worker misbehaves). Rules come from `spec`: "block_m=48,block_n=128:segfault;block_m=96:spin"
-// (a config triggers a rule's fault when it has every listed value).
+// (a config triggers a rule's fault when it has every listed value). The pseudo-fault "slow"
+// runs the config correctly after a fixed busy-wait, for tests that need one config to lose a
+// timing comparison without depending on how fast the machine is.
 // Returns nullptr if `spec` does not parse.
 const KernelSpec* FaultInjected(const KernelSpec& inner, std::string_view spec);
 
