@@ -298,6 +298,8 @@ def main():
     p.add_argument("--blocktune", default="build/client/blocktune")
     p.add_argument("--prior", action="store_true",
                    help="also run blocktune auto with the other five devices of the kernel as --prior (leave one out)")
+    p.add_argument("--prior-budgets", default="",
+                   help="budgets for the --prior runs (default: --budgets; the prior's target is 50 evaluations)")
     p.add_argument("--prefix-curves", action="store_true",
                    help="run each peer once at the largest budget and read the smaller budgets off its curve "
                         "(6x cheaper; a strategy that plans by its budget is then scored off-plan below it)")
@@ -347,13 +349,14 @@ def main():
         for path in paths:
             db, kdir, kernel = imported[path]
             runs = [(s, "blocktune_" + s, []) for s in ours]
+            prior_budgets = [int(x) for x in a.prior_budgets.split(",")] if a.prior_budgets else budgets
             if a.prior:
                 kern = landscape_name(path).split("_")[0]
                 others = [imported[q][0] for q in sorted(imported)
                           if q != path and landscape_name(q).split("_")[0] == kern]
                 runs.append(("auto", "blocktune_auto+prior", others))
             for s, label, priors in runs:
-                for b in budgets:
+                for b in (prior_budgets if priors else budgets):
                     f = os.path.join(a.out, landscape_name(path), label, "b%d.json" % b)
                     tasks.append((a.blocktune, db, kdir, kernel, s, b, a.seeds, f, priors))
         with multiprocessing.Pool(a.jobs) as pool:
@@ -368,7 +371,8 @@ def report(a, paths, budgets, peers, ours):
     labels = ["blocktune_" + s for s in ours] + (["blocktune_auto+prior"] if a.prior else []) + peers
     plots = a.plots or os.path.join(a.out, "img")
     os.makedirs(plots, exist_ok=True)
-    summary = {}  # label -> list of per-landscape scores
+    summary = {}  # label -> list of per-landscape scores over every budget
+    summary_low = {}  # ... over the budgets <= 200
     table = {}
     for path in paths:
         name = landscape_name(path)
@@ -378,7 +382,7 @@ def report(a, paths, budgets, peers, ours):
         opt, worst = min(ok), max(ok)
         rand = {b: expected_random_best(times, b) for b in budgets}
         print("\n## %s: %d configs, %d failed, optimum %.4f ms" % (name, len(times), len(times) - len(ok), opt))
-        print("%-26s" % "strategy" + "".join("%22s" % ("%d evals" % b) for b in budgets) + "%8s" % "score")
+        print("%-26s" % "strategy" + "".join("%22s" % ("%d evals" % b) for b in budgets) + "%8s%8s" % ("score", "<=200"))
         print("%-26s" % "E[random] best/optimum" + "".join("%22.3f" % (opt / rand[b]) for b in budgets))
         curves = {}
         for label in labels:
@@ -387,6 +391,7 @@ def report(a, paths, budgets, peers, ours):
                 continue
             cells = []
             scores = []
+            low = []  # at budgets <= 200, the range every peer ran
             curve = []
             for b in budgets:
                 if b not in runs:
@@ -402,19 +407,27 @@ def report(a, paths, budgets, peers, ours):
                 hit = sum(r >= THRESHOLD for r in ratios) / len(ratios)
                 score = (rand[b] - mean_best) / (rand[b] - opt) if rand[b] > opt else 1.0
                 scores.append(score)
+                if b <= 200:
+                    low.append(score)
                 curve.append((b, mean_ratio))
                 table.setdefault(name, {}).setdefault(label, {})[b] = (mean_ratio, hit, score, len(bests))
                 cells.append("%22s" % ("%.3f p%.2f n%d" % (mean_ratio, hit, len(bests))))
             s = sum(scores) / len(scores) if len(scores) == len(budgets) else float("nan")
+            n_low = len([b for b in budgets if b <= 200])
+            s_low = sum(low) / len(low) if low and len(low) == n_low else float("nan")
             summary.setdefault(label, []).append(s)
+            summary_low.setdefault(label, []).append(s_low)
             curves[label] = curve
-            print("%-26s" % label + "".join(cells) + "%8.3f" % s)
+            print("%-26s" % label + "".join(cells) + "%8.3f%8.3f" % (s, s_low))
         plot(name, budgets, curves, {b: opt / rand[b] for b in budgets}, plots)
     print("\n## methodology score averaged over the landscapes (1 = optimum at every budget, 0 = random search)")
+    print("%-26s %18s %18s" % ("strategy", "all budgets", "budgets <= 200"))
     for label in labels:
-        v = [x for x in summary.get(label, []) if not math.isnan(x)]
-        if v:
-            print("%-26s %7.3f  (%d landscapes)" % (label, sum(v) / len(v), len(v)))
+        cells = []
+        for table_ in (summary, summary_low):
+            v = [x for x in table_.get(label, []) if not math.isnan(x)]
+            cells.append("%7.3f (%2d land.)" % (sum(v) / len(v), len(v)) if v else "%18s" % "-")
+        print("%-26s %18s %18s" % (label, cells[0], cells[1]))
     with open(os.path.join(a.out, "table.json"), "w") as f:
         json.dump(table, f, indent=1)
 
