@@ -406,12 +406,15 @@ class LocalSearch final : public SearchStrategy {
     return den > 0 ? num / den : kInf;
   }
 
-  // Two of every three asks take the best-ranked unasked config by the prior; the third is a
-  // local step from the incumbent, ordered by the prior too, which finds what this device
-  // does better than the others did. When the prior has nothing left, plain local search.
+  // The first kPriorFirst asks take the best-ranked unasked config by the prior; after that two
+  // of every three do, and the third is a local step from the incumbent, ordered by the prior
+  // too, which finds what this device does better than the others did. When the prior has
+  // nothing left, plain local search. (The plain average of the other five devices' rankings
+  // has a config within 2% of the optimum among its top 25 on 8 of the 12 GPU landscapes and
+  // among its top 50 on 10: the first evaluations are best spent on the ranking itself.)
   std::optional<size_t> PriorAsk() {
-    const int64_t turn = prior_turn_++ % 3;
-    if (turn == 2 && best_) {
+    const int64_t turn = prior_turn_++;
+    if (turn >= kPriorFirst && (turn - kPriorFirst) % 3 == 2 && best_) {
       if (auto n = NextNeighbour(*best_, /*by_prior=*/true)) return n;
     }
     std::optional<size_t> pick;
@@ -456,6 +459,7 @@ class LocalSearch final : public SearchStrategy {
   int64_t prior_turn_ = 0;
   std::vector<double> log_prior_;
   static constexpr double kMisrankWeight = 20.0;
+  static constexpr int64_t kPriorFirst = 40;
   std::vector<int64_t> misranked_;
   std::vector<int64_t> compared_;
   std::vector<double> weights_;
