@@ -14,8 +14,8 @@
 #include <string>
 
 #include "kernels/core/config.h"
-#include "schema/store.h"
-#include "server/codec.h"
+#include "store/store.h"
+#include "server/wire.h"
 #include "server/routes.h"
 
 namespace blocktune::client {

@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "client/cli.h"
-#include "schema/store.h"
+#include "store/store.h"
 
 namespace blocktune::client {
 namespace {

@@ -209,8 +209,14 @@ def import_landscape(blocktune, path, workdir):
     meta = os.path.join(workdir, name + ".import.json")
     if not os.path.exists(meta):
         plain = os.path.join(workdir, name + ".json")
+        doc = load_landscape(path)
+        # The objective is `time` (the mean of the 32 samples) for everyone: without `times` the
+        # import stores `time` itself instead of the samples' median, which would rank configs
+        # (and place the optimum) slightly differently from what the peers see.
+        for e in doc["cache"].values():
+            e.pop("times", None)
         with open(plain, "w") as f:
-            json.dump(load_landscape(path), f)
+            json.dump(doc, f)
         os.makedirs(kdir, exist_ok=True)
         out = subprocess.run([blocktune, "import", "kerneltuner", plain, "--db", db, "--kernel-dir", kdir, "--json"],
                              check=True, capture_output=True, text=True).stdout
@@ -307,6 +313,7 @@ def main():
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--phase", default="all", choices=["peers", "ours", "report", "all"])
     p.add_argument("--plots", default="", help="directory for the PNG curves (default: OUT/img)")
+    p.add_argument("--markdown", default="", help="also write the tables as Markdown to this file")
     a = p.parse_args()
 
     budgets = [int(x) for x in a.budgets.split(",")]
@@ -373,6 +380,7 @@ def report(a, paths, budgets, peers, ours):
     os.makedirs(plots, exist_ok=True)
     summary = {}  # label -> list of per-landscape scores over every budget
     summary_low = {}  # ... over the budgets <= 200
+    randoms = {}  # landscape -> budget -> E[random best] as best/optimum
     table = {}
     for path in paths:
         name = landscape_name(path)
@@ -381,6 +389,7 @@ def report(a, paths, budgets, peers, ours):
         ok = [t for t in times if t is not None]
         opt, worst = min(ok), max(ok)
         rand = {b: expected_random_best(times, b) for b in budgets}
+        randoms[name] = {b: opt / rand[b] for b in budgets}
         print("\n## %s: %d configs, %d failed, optimum %.4f ms" % (name, len(times), len(times) - len(ok), opt))
         print("%-26s" % "strategy" + "".join("%22s" % ("%d evals" % b) for b in budgets) + "%8s%8s" % ("score", "<=200"))
         print("%-26s" % "E[random] best/optimum" + "".join("%22.3f" % (opt / rand[b]) for b in budgets))
@@ -415,8 +424,8 @@ def report(a, paths, budgets, peers, ours):
             s = sum(scores) / len(scores) if len(scores) == len(budgets) else float("nan")
             n_low = len([b for b in budgets if b <= 200])
             s_low = sum(low) / len(low) if low and len(low) == n_low else float("nan")
-            summary.setdefault(label, []).append(s)
-            summary_low.setdefault(label, []).append(s_low)
+            summary.setdefault(label, {})[name] = s
+            summary_low.setdefault(label, {})[name] = s_low
             curves[label] = curve
             print("%-26s" % label + "".join(cells) + "%8.3f%8.3f" % (s, s_low))
         plot(name, budgets, curves, {b: opt / rand[b] for b in budgets}, plots)
@@ -425,11 +434,50 @@ def report(a, paths, budgets, peers, ours):
     for label in labels:
         cells = []
         for table_ in (summary, summary_low):
-            v = [x for x in table_.get(label, []) if not math.isnan(x)]
+            v = [x for x in table_.get(label, {}).values() if not math.isnan(x)]
             cells.append("%7.3f (%2d land.)" % (sum(v) / len(v), len(v)) if v else "%18s" % "-")
         print("%-26s %18s %18s" % (label, cells[0], cells[1]))
     with open(os.path.join(a.out, "table.json"), "w") as f:
         json.dump(table, f, indent=1)
+    if a.markdown:
+        write_markdown(a.markdown, table, budgets, labels, summary, summary_low, randoms)
+
+
+def write_markdown(path, table, budgets, labels, summary, summary_low, randoms):
+    """Per landscape: mean best/optimum (P >= 0.98, seeds) per budget; then the mean scores."""
+    out = []
+    for name in sorted(table):
+        out.append("\n#### %s\n" % name)
+        out.append("| strategy | " + " | ".join("%d" % b for b in budgets) + " | score | score <= 200 |")
+        out.append("|---" * (len(budgets) + 3) + "|")
+        out.append("| E[random] | " + " | ".join("%.3f" % randoms[name][b] for b in budgets) + " | 0 | 0 |")
+        for label in labels:
+            row = table[name].get(label)
+            if not row:
+                continue
+            cells = []
+            for b in budgets:
+                if b in row:
+                    m, hit, _, n = row[b]
+                    cells.append("%.3f (%.0f%%, %d)" % (m, 100 * hit, n))
+                else:
+                    cells.append("-")
+            s = summary.get(label, {}).get(name, float("nan"))
+            sl = summary_low.get(label, {}).get(name, float("nan"))
+            fmt = lambda x: "-" if math.isnan(x) else "%.3f" % x
+            out.append("| %s | %s | %s | %s |" % (label.replace("blocktune_", "**") + ("**" if label.startswith("blocktune_") else ""),
+                                                 " | ".join(cells), fmt(s), fmt(sl)))
+    out.append("\n#### Methodology score, mean over the landscapes\n")
+    out.append("| strategy | all budgets | budgets <= 200 |")
+    out.append("|---|---|---|")
+    for label in labels:
+        cells = []
+        for t in (summary, summary_low):
+            v = [x for x in t.get(label, {}).values() if not math.isnan(x)]
+            cells.append("%.3f (%d)" % (sum(v) / len(v), len(v)) if v else "-")
+        out.append("| %s | %s | %s |" % (label, cells[0], cells[1]))
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
 
 
 def plot(name, budgets, curves, random_curve, plots):

@@ -27,6 +27,7 @@ packages=(
   slurm-wlm munge   # deploy/slurm/ and its test: a single-node Slurm cluster on 127.0.0.1
   libmuparser-dev   # restrictions of external kernel specs (kernels/external)
   python3-numpy     # examples/numpy_matmul: the NumPy runner the external-kernel e2e test sweeps
+  python3-venv      # deploy/python-env.sh: build/pyenv, the venv of the Python package's tests (python/)
 )
 
 # The contract tests (tests/contract: Redocly CLI lint of the served OpenAPI document, ajv over

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "kernels/core/kernel_spec.h"
-#include "schema/store.h"
+#include "store/store.h"
 #include "tuner/measurement.h"
 
 namespace blocktune::external {

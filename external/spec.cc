@@ -452,7 +452,6 @@ Result<std::vector<std::string>> LoadKernelDir(const std::string& dir) {
   }
   if (ec) return NotFound("--kernel-dir " + dir + ": " + ec.message());
   std::sort(files.begin(), files.end());
-  tuner::SetRunnerMeasurerFactory(&MakeRunnerMeasurer);
   std::vector<std::string> names;
   for (const auto& f : files) {
     auto spec = LoadKernelSpecFile(f);
@@ -492,7 +491,6 @@ Result<ReloadReport> ReloadKernelDirs(const std::vector<std::string>& dirs) {
       fresh.push_back(std::move(*spec));
     }
   }
-  tuner::SetRunnerMeasurerFactory(&MakeRunnerMeasurer);
   ReloadReport report;
   for (auto& spec : fresh) {
     const std::string name(spec->name());

@@ -29,8 +29,10 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
 // Reads and parses one file.
 Result<std::unique_ptr<ExternalKernelSpec>> LoadKernelSpecFile(const std::string& path);
 // Loads every *.json file in `dir` (sorted by name) and registers each with RegisterKernel;
-// stops at the first bad file (its path in the message). Returns the names registered. Also
-// installs the runner factory the evaluators use for external kernels (external/runner.h).
+// stops at the first bad file (its path in the message). Returns the names registered. The
+// program that links both this library and the tuner installs the runner factory the
+// evaluators use for external kernels (tuner::SetRunnerMeasurerFactory(MakeRunnerMeasurer),
+// external/runner.h), so the tuner never calls up into external/ on its own.
 Result<std::vector<std::string>> LoadKernelDir(const std::string& dir);
 // LoadKernelDir for each directory in turn.
 Result<std::vector<std::string>> LoadKernelDirs(const std::vector<std::string>& dirs);

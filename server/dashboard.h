@@ -2,7 +2,7 @@
 // the lookup index in one request so a page never pages through raw measurements: a sweep's
 // landscape for one bucket (one column per parameter), a sweep's best config per bucket, the
 // winners matrix (every tuned row with its speedup over the default config, age, staleness and
-// override) and the "why this config" view of one tuned row. Encoded by server/codec/dashboard.cc,
+// override) and the "why this config" view of one tuned row. Encoded by server/wire/dashboard.cc,
 // served by server/handlers/dashboard.cc.
 #pragma once
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/core/result.h"
-#include "schema/store.h"
+#include "store/store.h"
 #include "tuner/measurement.h"
 #include "tuner/sweep.h"
 

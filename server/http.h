@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "server/codec.h"
+#include "server/wire.h"
 #include "server/routes.h"
 #include "server/service.h"
 

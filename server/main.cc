@@ -18,6 +18,7 @@
 #include <fstream>
 #include <thread>
 
+#include "external/runner.h"
 #include "external/spec.h"
 #include "server/http.h"
 #include "server/service.h"
@@ -144,6 +145,8 @@ int main(int argc, char** argv) {
     const auto abs = std::filesystem::absolute(dir, ec);
     if (!ec) dir = abs.string();  // workers resolve it, whatever their working directory
   }
+  // The tuner runs external kernels through external/'s runner (installed here, above both).
+  tuner::SetRunnerMeasurerFactory(&external::MakeRunnerMeasurer);
   if (auto names = external::LoadKernelDirs(kernel_dirs); !names) {
     spdlog::critical("kernel spec error=\"{}\"", names.error().message);
     return kExitUsage;

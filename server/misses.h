@@ -20,7 +20,7 @@
 #include "blocktune/tables/resolve.h"
 #include "kernels/core/config.h"
 #include "kernels/core/dtype.h"
-#include "schema/misses_table.h"
+#include "store/misses_table.h"
 
 namespace blocktune::server {
 
@@ -63,7 +63,7 @@ class MissCounter {
 };
 
 // A stored miss and the source a lookup of its bucket on its key gets now (tuned once a sweep
-// has covered it). What GET /v1/misses lists (server/codec/misses.cc).
+// has covered it). What GET /v1/misses lists (server/wire/misses.cc).
 struct MissView {
   store::MissRecord miss;
   tables::Source current = tables::Source::kDefault;

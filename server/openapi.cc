@@ -3,7 +3,7 @@
 // parameters, body, security (bearer, or an explicit empty list for public routes) and every
 // status its table row names, each error with the shared Error body; the guards' refusals
 // before routing are the 4XX catch-all. Component schemas come from the codec files that write
-// the bodies (server/codec/), enums from the C++ name lists.
+// the bodies (server/wire/), enums from the C++ name lists.
 #include "server/openapi.h"
 
 #include <string>

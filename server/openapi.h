@@ -1,8 +1,8 @@
 // The OpenAPI 3.1 document served at /v1/openapi.json, generated from the route table
-// (server/routes.h) and the codec's component schemas (server/codec/).
+// (server/routes.h) and the codec's component schemas (server/wire/).
 #pragma once
 
-#include "server/codec.h"
+#include "server/wire.h"
 
 namespace blocktune::server {
 

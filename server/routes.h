@@ -5,7 +5,7 @@
 // the matched route, /v1/openapi.json is generated from it (server/openapi.cc), and the CLI
 // builds its URLs and decides whether to send the token from it (client/cli.cc). Plain C++ with
 // no dependency, so the client links it without the server; schema names refer to the
-// component schemas server/codec documents next to the code that writes those keys.
+// component schemas server/wire documents next to the code that writes those keys.
 #pragma once
 
 #include <array>

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "blocktune/version.h"
-#include "schema/store.h"
+#include "store/store.h"
 #include "server/misses.h"
 #include "tuner/lookup.h"
 #include "tuner/sweep.h"

@@ -57,7 +57,8 @@ class RunnerMeasurer {
                                                       const std::vector<Config>& configs) = 0;
 };
 using RunnerMeasurerFactory = std::unique_ptr<RunnerMeasurer> (*)();
-// Call at start-up (LoadKernelDir does); nullptr removes it.
+// Called once at start-up by each executable that links external/ (blocktuned, blocktune,
+// blocktune-worker); nullptr removes it.
 void SetRunnerMeasurerFactory(RunnerMeasurerFactory factory);
 
 // Runs everything in the calling process. Keeps reference outputs for verification problems

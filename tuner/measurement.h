@@ -126,7 +126,7 @@ struct SweepRequest {
   // shard_count). Exhaustive and random plans are cut by (bucket, config) item, model-guided
   // ones by bucket; the union of the N slices is the unsharded plan (tuner/sweep.h InShard).
   // A sharded exhaustive or random sweep records measurements only: winners are chosen after
-  // the shards are merged (schema/ingest.h).
+  // the shards are merged (store/ingest.h).
   int shard_index = 0;
   int shard_count = 1;
 };

@@ -221,7 +221,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
 
     if (ShardsItems(request)) {
       // A shard of a static plan measures its slice in plan order and decides nothing: the
-      // winner of a bucket is chosen from all shards once they are merged (schema/ingest.h).
+      // winner of a bucket is chosen from all shards once they are merged (store/ingest.h).
       for (const Config& c : plan.planned) {
         if (sink.Cancelled()) return winners;
         if (measured.count(c.ToString())) {

@@ -1,31 +1,36 @@
 #!/usr/bin/python3
-"""blocktune runner for numpy_matmul (docs/external-kernels.md).
+"""blocktune runner for numpy_matmul (docs/external-kernels.md), on blocktune.runner.
 
-Reads one JSON request per line on stdin, answers one JSON line per request on file
-descriptor 3: {"times_ms": [...]} after checking the result against A @ B, or
-{"outcome": ..., "message": ...}. Anything printed to stdout/stderr lands in blocktune's
-capped runner log. Runs as long as stdin is open (runner.persistent: true).
+The library speaks the protocol (requests on stdin, answers on file descriptor 3), makes the
+inputs and the reference A @ B once per problem, checks each config's output against it, times
+it honouring min_time_ms and repetitions, and maps exceptions to outcomes. This file is the
+kernel: build() returns the blocked product for one config. Runs as long as stdin is open
+(runner.persistent: true).
 """
-import json
 import os
 import sys
-import time
 
 import numpy as np
 
-answers = os.fdopen(3, "w", buffering=1)
-problems = {}
+try:
+    from blocktune import runner
+except ImportError:  # run from the source tree by Debian's python3 (the spec names it)
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python", "src"))
+    from blocktune import runner
 
 
-def problem(m, n, k):
-    key = (m, n, k)
-    if key not in problems:
-        rng = np.random.default_rng(12345)
-        a = rng.standard_normal((m, k), dtype=np.float32)
-        b = rng.standard_normal((k, n), dtype=np.float32)
-        problems.clear()  # keep one problem's buffers at a time
-        problems[key] = (a, b, a @ b, np.empty((m, n), dtype=np.float32))
-    return problems[key]
+def make_inputs(req):
+    if req.dtype != "f32":
+        raise runner.Invalid("only f32")
+    m, n, k = req.shape["m"], req.shape["n"], req.shape["k"]
+    rng = np.random.default_rng(12345)
+    a = rng.standard_normal((m, k), dtype=np.float32)
+    b = rng.standard_normal((k, n), dtype=np.float32)
+    return a, b, np.empty((m, n), dtype=np.float32)
+
+
+def reference(req, a, b, c):
+    return a @ b
 
 
 def blocked(a, b, c, bm, bn, bk, k_outer):
@@ -43,35 +48,21 @@ def blocked(a, b, c, bm, bn, bk, k_outer):
                 acc = c[i:i + bm, j:j + bn]
                 for p in range(0, k, bk):
                     acc += a[i:i + bm, p:p + bk] @ b[p:p + bk, j:j + bn]
+    return c
 
 
-def answer(obj):
-    answers.write(json.dumps(obj) + "\n")
-
-
-for line in sys.stdin:
-    req = json.loads(line)
-    shape, cfg = req["shape"], req["config"]
-    m, n, k = shape["m"], shape["n"], shape["k"]
+def build(req):
+    cfg = req.config
     bm, bn, bk, ko = cfg["block_m"], cfg["block_n"], cfg["block_k"], cfg["k_outer"]
-    if req["dtype"] != "f32":
-        answer({"outcome": "invalid", "message": "only f32"})
-        continue
-    a, b, ref, c = problem(m, n, k)
-    blocked(a, b, c, bm, bn, bk, ko)
-    # Correctness is the runner's to check: f32 sums of k products in another order.
-    if not np.allclose(c, ref, rtol=1e-4, atol=1e-3 * np.sqrt(k)):
-        answer({"outcome": "wrong_result", "message": "max abs err %g" % float(np.max(np.abs(c - ref)))})
-        continue
-    # Calibrate iterations so one repetition lasts at least min_time_ms.
-    t0 = time.perf_counter()
-    blocked(a, b, c, bm, bn, bk, ko)
-    once = max(time.perf_counter() - t0, 1e-7)
-    iters = max(1, int(req["min_time_ms"] / 1000.0 / once + 0.999))
-    times = []
-    for _ in range(req["repetitions"]):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            blocked(a, b, c, bm, bn, bk, ko)
-        times.append((time.perf_counter() - t0) * 1000.0 / iters)
-    answer({"times_ms": times})
+    return lambda a, b, c: blocked(a, b, c, bm, bn, bk, ko)
+
+
+def check(out, ref, req):
+    # f32 sums of k products in another order than NumPy's own matmul.
+    atol = 1e-3 * np.sqrt(req.shape["k"])
+    if not np.allclose(out, ref, rtol=1e-4, atol=atol):
+        raise runner.WrongResult("max abs err %g" % float(np.max(np.abs(out - ref))))
+
+
+if __name__ == "__main__":
+    runner.serve(build, make_inputs, reference, check=check)

@@ -137,6 +137,9 @@ class KernelSpec {
 // The one list of kernels: the built-in ones, then any registered with RegisterKernel. A copy
 // of the list as it is now (the daemon registers kernels while it serves, see ReplaceKernel).
 std::vector<const KernelSpec*> AllKernels();
+// The kernels compiled in, in AllKernels' order: defined above core/ and the kernel folders, in
+// kernels/builtin/builtin.cc (the one list of them), and read once by the registry.
+std::vector<const KernelSpec*> BuiltinKernels();
 const KernelSpec* FindKernel(std::string_view name);
 
 // Adds a kernel (an external spec loaded from a file) to AllKernels for the rest of the

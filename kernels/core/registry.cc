@@ -1,14 +1,9 @@
-// The one list of kernels. Adding a kernel: one line here plus its own folder.
+// The registry of kernels: the built-in ones (BuiltinKernels, listed above core/ in
+// kernels/builtin/builtin.cc) and the ones registered at run time.
 #include "kernels/core/kernel_spec.h"
 
 #include <mutex>
 #include <shared_mutex>
-
-#include "kernels/flash_attention/flash_attention.h"
-#include "kernels/fused_cross_entropy/fused_cross_entropy.h"
-#include "kernels/grouped_matmul/grouped_matmul.h"
-#include "kernels/matmul/matmul.h"
-#include "kernels/ragged_paged_attention/ragged_paged_attention.h"
 
 namespace blocktune {
 
@@ -16,13 +11,7 @@ namespace {
 
 struct Registry {
   std::shared_mutex mu;
-  std::vector<const KernelSpec*> all = {
-      &kernels::MatmulSpec(),
-      &kernels::FlashAttentionSpec(),
-      &kernels::FusedCrossEntropySpec(),
-      &kernels::GroupedMatmulSpec(),
-      &kernels::RaggedPagedAttentionSpec(),
-  };
+  std::vector<const KernelSpec*> all = BuiltinKernels();
   size_t built_in = all.size();
   // Registered specs live as long as the process, replaced ones too: AllKernels and FindKernel
   // hand out raw pointers. A replaced spec is a few KiB and replacing takes an operator's reload.

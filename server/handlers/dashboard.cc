@@ -2,7 +2,7 @@
 // best config per bucket, the winners matrix, and why a tuned row holds its config.
 #include <httplib.h>
 
-#include "server/codec/dashboard.h"
+#include "server/wire/dashboard.h"
 #include "server/dashboard.h"
 #include "server/guards.h"
 #include "server/handlers/handlers.h"

@@ -10,7 +10,7 @@
 #include <set>
 #include <string>
 
-#include "server/codec.h"
+#include "server/wire.h"
 #include "server/routes.h"
 #include "server/service.h"
 

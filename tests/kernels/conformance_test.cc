@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "kernels/core/kernel_spec.h"
-#include "tables/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "tests/common/kernels.h"
 #include "tuner/evaluator.h"
 

@@ -88,7 +88,7 @@ TEST(Guards, ClipKeepsUtf8Whole) {
 }  // namespace
 }  // namespace blocktune::server::guards
 
-#include "server/codec.h"
+#include "server/wire.h"
 
 namespace blocktune::wire {
 namespace {

@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "server/codec.h"
+#include "server/wire.h"
 #include "server/handlers/handlers.h"
 #include "server/http.h"
 #include "server/openapi.h"

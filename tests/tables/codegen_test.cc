@@ -1,6 +1,6 @@
 // The generator: jsonl round trip, merge, determinism, row checks, and every checked-in tuned
 // row validated and run once against the reference.
-#include "tables/codegen/codegen.h"
+#include "codegen/codegen.h"
 
 #include <gtest/gtest.h>
 

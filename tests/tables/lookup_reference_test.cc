@@ -20,7 +20,7 @@
 #include "blocktune/tables/matmul_tuned_block_sizes.h"
 #include "blocktune/tables/ragged_paged_attention_tuned_block_sizes.h"
 #include "kernels/core/kernel_spec.h"
-#include "tables/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "tuner/lookup.h"
 
 namespace blocktune {

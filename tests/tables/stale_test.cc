@@ -11,7 +11,7 @@
 #include "blocktune/kernel_fingerprints.h"
 #include "blocktune/tables/matmul_tuned_block_sizes.h"
 #include "kernels/core/fingerprint.h"
-#include "tables/codegen/codegen.h"
+#include "codegen/codegen.h"
 #include "tuner/lookup.h"
 
 namespace blocktune {

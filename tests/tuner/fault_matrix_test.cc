@@ -13,8 +13,8 @@
 #include <map>
 #include <ostream>
 
-#include "schema/store.h"
-#include "schema/task_sink.h"
+#include "store/store.h"
+#include "store/task_sink.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/tuner/fault_kernel.h"
 #include "tests/tuner/fault_test_util.h"

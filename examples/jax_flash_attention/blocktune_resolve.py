@@ -1,0 +1,1 @@
+../../tables/python/blocktune_resolve.py

@@ -1,0 +1,14 @@
+// Wire format of the dashboard's aggregates (server/dashboard.h) and their component schemas.
+#pragma once
+
+#include "server/wire.h"
+#include "server/dashboard.h"
+
+namespace blocktune::wire {
+
+Json EncodeLandscape(const server::LandscapeView& v);
+Json EncodeSweepBest(const server::SweepBestView& v);
+Json EncodeWinners(const std::vector<server::WinnerView>& rows);
+Json EncodeExplain(const server::ExplainView& v);
+
+}  // namespace blocktune::wire

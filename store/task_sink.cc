@@ -1,0 +1,30 @@
+// TaskSink: each SweepSink call is one store operation; see task_sink.h.
+#include "store/task_sink.h"
+
+namespace blocktune::store {
+
+Result<std::vector<tuner::Measurement>> TaskSink::Existing(const std::string& bucket) {
+  return store_.measurements().ListBucket(task_.sweep_id, bucket);
+}
+
+Status TaskSink::Record(tuner::Measurement& m, int64_t /*done*/, int64_t total) {
+  return store_.measurements().Record(m, task_.id, total);
+}
+
+Result<std::optional<tuner::TunedEntry>> TaskSink::Incumbent(const std::string& kernel,
+                                                            const std::string& hardware_key, DType dtype,
+                                                            const std::string& bucket) {
+  return store_.tuned().Get(kernel, hardware_key, dtype, bucket);
+}
+
+Status TaskSink::RecordEnvironment(const tuner::SweepEnvironment& environment) {
+  return store_.sweeps().SetEnvironment(task_.sweep_id, environment);
+}
+
+Status TaskSink::RecordFinalRound(const tuner::FinalRound& round) { return store_.decisions().Record(round); }
+
+Result<std::vector<tuner::Measurement>> TaskSink::PriorMeasurements() {
+  return store_.measurements().ListPrior(task_.sweep_id, task_.ordinal);
+}
+
+}  // namespace blocktune::store

@@ -1,0 +1,41 @@
+// TaskSink: the tuner's SweepSink for one task (one bucket of one sweep) on the store. This is
+// the sink the daemon's job runner and `blocktune sweep --local` run (server/service_runner.cc), and
+// the one the store and fault-matrix tests drive, so they exercise production's write path.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "store/store.h"
+#include "tuner/sweep.h"
+
+namespace blocktune::store {
+
+class TaskSink : public tuner::SweepSink {
+ public:
+  // `cancelled`, if given, is polled by the engine between configs.
+  TaskSink(Store& store, TaskRecord task, std::function<bool()> cancelled = {})
+      : store_(store), task_(std::move(task)), cancelled_(std::move(cancelled)) {}
+
+  Result<std::vector<tuner::Measurement>> Existing(const std::string& bucket) override;
+  // Commits the measurement and the engine's planned total for the task (`done` is implied
+  // by the rows committed).
+  Status Record(tuner::Measurement& m, int64_t done, int64_t total) override;
+  bool Cancelled() override { return cancelled_ && cancelled_(); }
+  // The decision round needs the incumbent, and records the environment and the round itself.
+  Result<std::optional<tuner::TunedEntry>> Incumbent(const std::string& kernel, const std::string& hardware_key,
+                                                     DType dtype, const std::string& bucket) override;
+  Status RecordEnvironment(const tuner::SweepEnvironment& environment) override;
+  Status RecordFinalRound(const tuner::FinalRound& round) override;
+  // The transfer prior: earlier sweeps' and this sweep's earlier tasks' passing measurements.
+  Result<std::vector<tuner::Measurement>> PriorMeasurements() override;
+
+ private:
+  Store& store_;
+  TaskRecord task_;
+  std::function<bool()> cancelled_;
+};
+
+}  // namespace blocktune::store
