@@ -3,7 +3,9 @@
 
 #include <httplib.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,12 +17,18 @@ int Fail(int code, const std::string& message) {
   return code;
 }
 
-std::string ResolveToken(const Common& c) {
+Result<std::string> ResolveToken(const Common& c) {
   if (!c.token.empty()) return c.token;
-  if (const char* env = std::getenv("BLOCKTUNE_TOKEN"); env != nullptr && *env != '\0') return env;
+  if (const char* env = std::getenv("BLOCKTUNE_TOKEN"); env != nullptr && *env != '\0') return std::string(env);
   std::ifstream in(c.token_file);
+  if (!in) {
+    return InvalidArgument("no token to send: cannot read --token-file " + c.token_file + " (" + std::strerror(errno) +
+                               "); give --token, BLOCKTUNE_TOKEN or --token-file",
+                           "--token-file");
+  }
   std::string t;
   std::getline(in, t);
+  if (t.empty()) return InvalidArgument("no token to send: --token-file " + c.token_file + " is empty", "--token-file");
   return t;
 }
 
@@ -36,13 +44,27 @@ void AddCommon(CLI::App* cmd, Common& c, bool server) {
         ->envname("BLOCKTUNE_SERVER")
         ->capture_default_str();
     cmd->add_option("--token", c.token, "bearer token for mutating requests (env BLOCKTUNE_TOKEN)");
-    cmd->add_option("--token-file", c.token_file, "file with the bearer token")->capture_default_str();
+    cmd->add_option("--token-file", c.token_file,
+                    "file with the bearer token; a command that needs it stops with exit 2, before sending anything, "
+                    "if it cannot be read")
+        ->capture_default_str();
   }
   cmd->add_flag("--json", c.json, "print machine-readable JSON");
 }
 
 std::expected<HttpReply, int> Call(const Common& c, const Target& target, const CallOptions& options) {
   const api::Route& route = api::RouteOf(target.op);
+  // A route that needs the token is never sent without one: a missing or empty token file is
+  // this command's mistake (exit 2), not the server's 401.
+  std::string token;
+  if (route.auth == api::Auth::kBearer) {
+    auto t = ResolveToken(c);
+    if (!t) {
+      Fail(kExitUsage, t.error().message);
+      return std::unexpected(kExitUsage);
+    }
+    token = std::move(*t);
+  }
   httplib::Client cli(c.server);
   cli.set_connection_timeout(5);
   cli.set_read_timeout(options.read_timeout_seconds);
@@ -50,10 +72,7 @@ std::expected<HttpReply, int> Call(const Common& c, const Target& target, const 
   if (!options.ca_cert_file.empty()) cli.set_ca_cert_path(options.ca_cert_file);
 #endif
   httplib::Headers headers;
-  if (route.auth == api::Auth::kBearer) {
-    const std::string token = ResolveToken(c);
-    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  }
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   if (!options.idempotency_key.empty()) headers.emplace("Idempotency-Key", options.idempotency_key);
   const char* url = target.url.c_str();
   httplib::Result r = route.method == "GET"      ? cli.Get(url, headers)

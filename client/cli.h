@@ -39,7 +39,9 @@ struct Common {
 };
 
 int Fail(int code, const std::string& message);
-std::string ResolveToken(const Common& c);
+// The token for a route that needs one: --token, else BLOCKTUNE_TOKEN, else the first line of
+// --token-file; an error naming the file if it cannot be read or is empty.
+Result<std::string> ResolveToken(const Common& c);
 Result<NamedInts> ParseShape(const std::string& text);
 void AddCommon(CLI::App* cmd, Common& c, bool server);
 // Opens (creating if missing, with its folder) the local database of --local, import and merge;

@@ -46,6 +46,19 @@ int RunMerge(const Common& c, const MergeArgs& a) {
     if (!r) return Fail(kExitDatabase, "cannot read " + in + ": " + r.error().ToString());
     readers.push_back(std::move(*r));
   }
+  // Every batch of every input is checked as Apply will check it (store::CheckBatch: the kernel
+  // spec's rules a sweep follows) before OUT is opened: one bad record refuses the merge with
+  // OUT exactly as it was, instead of leaving the batches before it merged.
+  for (size_t i = 0; i < readers.size(); ++i) {
+    auto s = readers[i]->ForEachBatch(static_cast<int64_t>(store::kMaxBatchMeasurements), [&](const store::ResultsBatch& b) -> Status {
+      if (auto c = store::CheckBatch(b); !c) return std::unexpected(WithPathPrefix(c.error(), "batch " + b.batch_id));
+      return {};
+    });
+    if (!s) {
+      return Fail(kExitDatabase, "refusing to merge: " + a.inputs[i] + " holds a record a sweep could not have made; " +
+                                     a.out + " was not changed: " + s.error().ToString());
+    }
+  }
   auto st = OpenLocalStore(a.out);
   if (!st) return st.error();
   Totals total;
@@ -98,6 +111,8 @@ struct PushArgs {
 };
 
 int RunPush(const Common& c, const PushArgs& a) {
+  // The token is needed for every batch: a missing file is reported before anything is read or sent.
+  if (auto token = ResolveToken(c); !token) return Fail(kExitUsage, token.error().message);
   auto reader = store::ResultsReader::Open(a.db);
   if (!reader) return Fail(kExitDatabase, "cannot read " + a.db + ": " + reader.error().ToString());
   Totals t;

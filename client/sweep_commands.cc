@@ -157,13 +157,13 @@ Result<Json> SweepBody(const SweepArgs& a) {
 
 // The request for a sweep run here (--local): through the codec's decoder, so it is validated
 // exactly as the server would, against this CLI's kernels (built in and --kernel-dir).
-Result<tuner::SweepRequest> BuildSweep(const SweepArgs& a) {
+Result<wire::SweepSubmission> BuildSweep(const SweepArgs& a) {
   auto body = SweepBody(a);
   if (!body) return std::unexpected(body.error());
-  return wire::DecodeSweepRequest(*body, wire::Limits{});
+  return wire::DecodeSweepSubmission(*body, wire::Limits{});
 }
 
-int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest& request) {
+int RunSweepLocal(const Common& c, const SweepArgs& a, const wire::SweepSubmission& submission) {
   auto store = OpenLocalStore(a.db);
   if (!store) return store.error();
   server::ServiceOptions options;
@@ -183,8 +183,8 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const tuner::SweepRequest
   }
   server::Service service(std::move(*store), a.db, options);
   if (auto s = service.Start(); !s) return Fail(kExitDatabase, s.error().ToString());
-  const std::string canonical = wire::Dump(wire::EncodeSweepRequest(request));
-  auto created = service.SubmitSweep(request, a.idempotency_key, canonical);
+  // The shard is not part of the request's wire form, so the canonical text is the decoder's.
+  auto created = service.SubmitSweep(*submission.spec, submission.request, a.idempotency_key, submission.canonical);
   if (!created) return Fail(kExitUsage, created.error().ToString());
   const bool tty = isatty(fileno(stderr)) != 0;
   std::string last;
@@ -212,20 +212,20 @@ int RunSweep(const Common& c, const SweepArgs& a) {
     return Fail(kExitUsage, "--shard runs a slice of the plan on this machine: add --local (and --db)");
   }
   if (a.local) {
-    auto request = BuildSweep(a);
-    if (!request) return Fail(kExitUsage, request.error().ToString());
+    auto submission = BuildSweep(a);
+    if (!submission) return Fail(kExitUsage, submission.error().ToString());
     if (!a.shard.empty()) {
       auto shard = ParseShard(a.shard);
       if (!shard) return Fail(kExitUsage, shard.error().message);
-      request->shard_index = shard->first;
-      request->shard_count = shard->second;
+      submission->request.shard_index = shard->first;
+      submission->request.shard_count = shard->second;
     }
     // Before the service detects the host: its hardware key and every worker it starts then
     // carry the forced level.
     if (!a.isa.empty()) {
       if (auto s = ForceIsa(a.isa); !s) return Fail(kExitUsage, s.error().message);
     }
-    return RunSweepLocal(c, a, *request);
+    return RunSweepLocal(c, a, *submission);
   }
 
   auto body = SweepBody(a);

@@ -94,9 +94,13 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
   if (!read) return Fail(kExitFailed, jsonl_path + ": " + read.error().ToString());
   std::vector<tuner::TunedEntry> entries = std::move(*read);
   std::vector<tuner::GateEvent> events;
+  // Rows that do not fit their kernel (a database an older build wrote, rows pushed before
+  // ingest was checked) are skipped with a warning, never published; the rest are.
+  std::vector<std::string> skipped;
   if (!a.db.empty()) {
     auto rows = ReadDbRows(a.db);
     if (!rows) return Fail(kExitFailed, rows.error().ToString());
+    *rows = codegen::Publishable(std::move(*rows), &skipped);
     if (a.check) {
       entries = codegen::Merge(std::move(entries), *rows);  // --check times nothing
     } else {
@@ -130,8 +134,9 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
                    static_cast<long long>(ev.record->repetitions));
     }
   }
-  auto files = codegen::GenerateAll(entries);
+  auto files = codegen::GenerateAll(entries, &skipped);
   if (!files) return Fail(kExitFailed, files.error().ToString());
+  for (const auto& why : skipped) std::fprintf(stderr, "blocktune: warning: tuned row skipped, not published: %s\n", why.c_str());
   if (a.check) {
     int stale = 0;
     for (const auto& [rel, contents] : *files) {
@@ -164,7 +169,7 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
       }
       gate.push_back(std::move(e));
     }
-    std::printf("%s\n", Json{{"rows", entries.size()}, {"written", *written}, {"gate", gate}}.dump().c_str());
+    std::printf("%s\n", Json{{"rows", entries.size()}, {"written", *written}, {"gate", gate}, {"skipped", skipped}}.dump().c_str());
   } else {
     std::printf("%zu tuned rows; %zu file(s) written, %zu unchanged, in %s\n", entries.size(), written->size(),
                 files->size() - written->size(), a.out.c_str());

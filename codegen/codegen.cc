@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "kernels/core/fingerprint.h"
+#include "tuner/check.h"
 
 namespace blocktune::codegen {
 namespace {
@@ -73,28 +74,6 @@ std::string ConfigValues(const KernelSpec& spec, const Config& c) {
   return out + "}";
 }
 
-Status CheckEntry(const KernelSpec& spec, const tuner::TunedEntry& e, size_t index) {
-  const std::string where = "entry " + std::to_string(index) + " (" + e.kernel + " " + e.hardware_key + " " +
-                            std::string(DTypeName(e.dtype)) + " " + e.bucket + ")";
-  if (e.bucket_version != spec.bucket_version()) {
-    return InvalidArgument(where + ": bucket_version " + std::to_string(e.bucket_version) + " but the kernel uses " +
-                           std::to_string(spec.bucket_version()) + "; re-tune or drop the row");
-  }
-  if (auto p = spec.ProblemFromBucket(e.dtype, e.bucket); !p) {
-    return InvalidArgument(where + ": " + p.error().message, "bucket");
-  }
-  if (e.config.size() != spec.params().size()) {
-    return InvalidArgument(where + ": config must set exactly the kernel's parameters", "config");
-  }
-  for (const auto& p : spec.params()) {
-    if (!e.config.Get(p.name)) return InvalidArgument(where + ": config lacks " + p.name, "config." + p.name);
-  }
-  if (e.hardware_key.empty() || e.hardware_key.find_first_of(" \"\\\n") != std::string::npos) {
-    return InvalidArgument(where + ": malformed hardware key", "hardware_key");
-  }
-  return {};
-}
-
 // kBuildFingerprint: the kernel's fingerprint in the build the header is compiled with.
 std::string FingerprintSource(const KernelSpec& spec) {
   std::ostringstream o;
@@ -144,7 +123,7 @@ std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEn
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& e = rows[i];
     std::vector<int64_t> dims;
-    const auto problem = spec.ProblemFromBucket(e.dtype, e.bucket);  // checked by CheckEntry
+    const auto problem = spec.ProblemFromBucket(e.dtype, e.bucket);  // checked by Publishable
     for (const auto& d : spec.dims()) dims.push_back(problem ? problem->Dim(d.bucket.name) : 0);
     index_rows.push_back({e.hardware_key, dtype_names[i], std::move(dims)});
   }
@@ -582,12 +561,32 @@ std::string GenerateJson(const KernelSpec& spec, const std::vector<tuner::TunedE
   return j.dump(2) + "\n";
 }
 
-Result<std::map<std::string, std::string>> GenerateAll(const std::vector<tuner::TunedEntry>& entries) {
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const KernelSpec* spec = FindKernel(entries[i].kernel);
-    if (spec == nullptr) return InvalidArgument("entry " + std::to_string(i) + ": unknown kernel '" + entries[i].kernel + "'");
-    if (auto s = CheckEntry(*spec, entries[i], i); !s) return std::unexpected(s.error());
+std::vector<tuner::TunedEntry> Publishable(std::vector<tuner::TunedEntry> rows, std::vector<std::string>* skipped) {
+  std::vector<tuner::TunedEntry> out;
+  out.reserve(rows.size());
+  for (auto& e : rows) {
+    if (const KernelSpec* spec = FindKernel(e.kernel)) {
+      if (auto s = tuner::CheckTunedEntry(*spec, e); !s) {
+        if (skipped != nullptr) {
+          skipped->push_back(e.kernel + " " + e.hardware_key + " " + std::string(DTypeName(e.dtype)) + " " + e.bucket +
+                             " " + e.config.ToString() + ": " + s.error().message + " [" + s.error().path + "]");
+        }
+        continue;
+      }
+    }
+    out.push_back(std::move(e));
   }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> GenerateAll(const std::vector<tuner::TunedEntry>& all,
+                                                       std::vector<std::string>* skipped) {
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (FindKernel(all[i].kernel) == nullptr) {
+      return InvalidArgument("entry " + std::to_string(i) + ": unknown kernel '" + all[i].kernel + "'");
+    }
+  }
+  const std::vector<tuner::TunedEntry> entries = Publishable(all, skipped);
   std::map<std::string, std::string> files;
   files["tuned_entries.jsonl"] = ExportJsonl(entries);
   for (const auto& [name, text] : ResolveHeaderFiles()) files["include/blocktune/tables/" + std::string(name)] = std::string(text);

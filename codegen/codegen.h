@@ -45,10 +45,20 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
 std::string GeneratePython(const KernelSpec& spec, const std::vector<tuner::TunedEntry>& entries);
 std::string GenerateJson(const KernelSpec& spec, const std::vector<tuner::TunedEntry>& entries);
 
+// The rows that may be published or served: those of a kernel this build knows that pass the
+// sweep's checks (tuner::CheckTunedEntry: current bucket version, canonical bucket, a config of
+// the kernel's space that it validates for the bucket on the row's ISA). Rows of an unknown
+// kernel are kept (the caller decides); every other row is dropped and described in `skipped`
+// ("matmul x86_64.avx2.amd.fam25_mod1.t1 f32 m999_n1_k1 block_m=48,...: bucket ...").
+std::vector<tuner::TunedEntry> Publishable(std::vector<tuner::TunedEntry> rows,
+                                           std::vector<std::string>* skipped = nullptr);
+
 // Every file the generator owns, relative to the output directory, with its contents: the
-// jsonl, resolve.h, and the three tables of every registered kernel. Rows are checked against
-// the kernel (known parameters, canonical bucket, current bucket version) first.
-Result<std::map<std::string, std::string>> GenerateAll(const std::vector<tuner::TunedEntry>& entries);
+// jsonl, resolve.h, and the three tables of every registered kernel, over the Publishable rows
+// (a row that does not fit its kernel, e.g. from a database an older build wrote, is skipped and
+// described in `skipped`, never published). Error: a row of a kernel this build does not know.
+Result<std::map<std::string, std::string>> GenerateAll(const std::vector<tuner::TunedEntry>& entries,
+                                                       std::vector<std::string>* skipped = nullptr);
 
 // Writes files whose contents changed (atomically: temp file + rename); returns the paths written.
 Result<std::vector<std::string>> WriteFiles(const std::string& out_dir, const std::map<std::string, std::string>& files);

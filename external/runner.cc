@@ -62,6 +62,12 @@ class RunnerProcess {
 
   // fork + exec of the runner: stdin a pipe, stdout and stderr one log pipe, fd 3 the answer
   // pipe; dies with this process (PR_SET_PDEATHSIG) and inherits its limits (RLIMIT_AS, core 0).
+  // It leads a process group of its own (set in the child and in the parent, so neither side
+  // races the other), which everything it starts inherits: when the runner exits, times out or
+  // is replaced, the whole group is killed, so a runner that forks (`sleep 30 &`, a compiler, a
+  // pool of helpers) leaves nothing running. Not reached: a child that leaves the group itself
+  // (setsid, setpgid) and the children of a runner whose host process is SIGKILLed (the runner
+  // dies by PR_SET_PDEATHSIG, its group is left to finish).
   Status Start(const RunnerSpec& spec) {
     Kill();
     log_.clear();
@@ -87,6 +93,7 @@ class RunnerProcess {
     }
     if (pid == 0) {
       // Child: async-signal-safe calls only until exec.
+      setpgid(0, 0);
       prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (getppid() != parent) _exit(127);
       signal(SIGPIPE, SIG_DFL);
@@ -107,7 +114,9 @@ class RunnerProcess {
       _exit(127);
     }
     close(in[0]), close(out[1]), close(res[1]);
+    setpgid(pid, pid);  // EACCES once the child has exec'd: it has set it itself by then
     pid_ = pid;
+    pgid_ = pid;
     stdin_fd_ = in[1];
     log_fd_ = out[0];
     result_fd_ = res[0];
@@ -163,7 +172,8 @@ class RunnerProcess {
         return a;
       }
       pollfd fds[2] = {{result_fd_, POLLIN, 0}, {log_fd_, POLLIN, 0}};
-      const int timeout_ms = static_cast<int>(std::min(left * 1000 + 1, 1000.0));
+      // 200 ms at most between looks at the runner itself (below).
+      const int timeout_ms = static_cast<int>(std::min(left * 1000 + 1, 200.0));
       const int r = poll(fds, log_fd_ >= 0 ? 2 : 1, timeout_ms);
       if (r < 0 && errno != EINTR) return Garbage(std::string("poll: ") + std::strerror(errno));
       DrainLog();
@@ -182,6 +192,21 @@ class RunnerProcess {
           return a;
         }
       }
+      // A runner that exits while something it started still holds fd 3 (`sleep 30 &`) sends
+      // no EOF: its exit is the answer then, not the timeout. Peeked with WNOWAIT, so Reap
+      // still collects the status; what it wrote before exiting is read first.
+      siginfo_t info{};
+      if (pid_ > 0 && waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          info.si_pid == pid_) {
+        char chunk[65536];
+        ssize_t n = 0;
+        while ((n = read(result_fd_, chunk, sizeof chunk)) > 0) buffer_.append(chunk, static_cast<size_t>(n));
+        if (buffer_.find('\n') != std::string::npos) continue;
+        const std::string how = Reap(deadline);
+        a.failure = Outcome::kCrashed;
+        a.detail = "runner " + how + " without an answer" + LogSuffix();
+        return a;
+      }
     }
   }
 
@@ -199,6 +224,7 @@ class RunnerProcess {
       }
       pid_ = 0;
     }
+    KillGroup();
     CloseAll();
   }
 
@@ -263,8 +289,17 @@ class RunnerProcess {
       usleep(2000);
     }
     DrainLog();
+    KillGroup();
     CloseAll();
     return how;
+  }
+
+  // Kills what is left of the runner's process group once the runner itself is reaped. The
+  // group id cannot name another group yet: Linux does not reuse a pid while a process group
+  // of that id has members, and with none left the kill finds nothing (ESRCH).
+  void KillGroup() {
+    if (pgid_ > 0) kill(-pgid_, SIGKILL);
+    pgid_ = 0;
   }
 
   void CloseAll() {
@@ -276,6 +311,7 @@ class RunnerProcess {
   }
 
   pid_t pid_ = 0;
+  pid_t pgid_ = 0;  // the runner's process group (its pid), until killed
   int stdin_fd_ = -1;
   int log_fd_ = -1;
   int result_fd_ = -1;

@@ -60,6 +60,17 @@ std::unique_ptr<mu::Parser> MakeParser(const std::vector<std::string>& names, do
   return p;
 }
 
+// digits (least significant first) *= factor, exactly.
+void MultiplyDecimal(std::vector<int>& digits, size_t factor) {
+  uint64_t carry = 0;
+  for (int& d : digits) {
+    const uint64_t v = static_cast<uint64_t>(d) * factor + carry;
+    d = static_cast<int>(v % 10);
+    carry = v / 10;
+  }
+  for (; carry > 0; carry /= 10) digits.push_back(static_cast<int>(carry % 10));
+}
+
 }  // namespace
 
 std::string_view KernelSpecSchema() { return std::string_view(kSchema, sizeof kSchema); }
@@ -239,7 +250,10 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
     return ctx.Bad("parameters", "required: a non-empty array");
   }
   if (j["parameters"].size() > kMaxParams) return ctx.Bad("parameters", "at most 16 parameters");
-  double space = 1;
+  // The size of the space, exactly, as decimal digits (least significant first): 16 parameters
+  // of 1,024 values are 2^160 configs, past any integer type, and the refusal must say the
+  // true figure (a double cast to int64 printed -9223372036854775808).
+  std::vector<int> space_digits = {1};
   for (size_t i = 0; i < j["parameters"].size(); ++i) {
     const json& pj = j["parameters"][i];
     const std::string path = "parameters[" + std::to_string(i) + "]";
@@ -275,12 +289,18 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
       if (!d) return std::unexpected(d.error());
       p.doc = *d;
     }
-    space *= static_cast<double>(p.candidates.size());
+    MultiplyDecimal(space_digits, p.candidates.size());
     spec->params_.push_back(std::move(p));
   }
-  if (space > kMaxSpaceSize) {
-    return ctx.Bad("parameters", "the product of the value counts is " + std::to_string(static_cast<int64_t>(space)) +
-                                     ", more than 1000000 configs");
+  std::string space;
+  int64_t space_size = 0;  // exact while it has at most 18 digits
+  for (auto d = space_digits.rbegin(); d != space_digits.rend(); ++d) {
+    space += static_cast<char>('0' + *d);
+    if (space_digits.size() <= 18) space_size = space_size * 10 + *d;
+  }
+  if (space_digits.size() > 18 || space_size > static_cast<int64_t>(kMaxSpaceSize)) {
+    return ctx.Bad("parameters", "the product of the value counts is " + space + ", more than " +
+                                     std::to_string(static_cast<int64_t>(kMaxSpaceSize)) + " configs");
   }
 
   // Dims.

@@ -166,9 +166,16 @@ std::vector<Route> MakeRoutes() {
       {kIngestResults, "ingestResults", "POST", "/v1/results", Auth::kBearer, "results",
        "Add a batch of another database's results (blocktune push): every sample kept, winners recomputed",
        {}, {}, false, {}, "ResultsBatch", "application/json",
-       {{200, "IngestResult", "applied (or, with replayed true, applied before: nothing was written)"}, kBadRequest},
+       {{200, "IngestResult", "applied (or, with replayed true, applied before: nothing was written)"},
+        kBadRequest,
+        {409, "Error", "the batch_id was applied before with different contents (the message names it)"}},
        "One sweep's identity and provenance (uid, host, hardware profile, tool version) with at most 1000 of its "
-       "measurements. Safe to retry: a batch_id seen before is answered from the record of its first application, "
+       "measurements. Every measurement is checked as a sweep checks what it measures, against the kernel's spec "
+       "(a complete config of candidate values that the kernel validates for the bucket on the batch's hardware, "
+       "bucket = the bucket of its problem, times finite and in [1e-3, 1e15] ns, counts non-negative, the outcome "
+       "consistent with its fields); one bad record refuses the whole batch with a 400 naming it "
+       "(measurements[i].field). Safe to retry: a batch_id seen before with the same contents is answered from the "
+       "record of its first application (other contents: 409), "
        "and a measurement is stored once per (sweep uid, bucket, config) whichever batch carries it. The tuned "
        "entries of the buckets that gained measurements are recomputed from every sweep of that hardware key "
        "(docs/scale.md)."},

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -71,9 +72,10 @@ class Service {
   void Stop();
   bool Ready() const { return runner_alive_.load(); }
 
-  // Validates the request fully (kernel, dims, threads, space size) before anything is stored.
-  Result<store::CreatedSweep> SubmitSweep(const tuner::SweepRequest& request, const std::string& idempotency_key,
-                                          const std::string& canonical_request);
+  // Validates the request fully (dims, threads, space size) before anything is stored. `spec` is
+  // the request's kernel, as the codec found it (wire::DecodeSweepSubmission).
+  Result<store::CreatedSweep> SubmitSweep(const KernelSpec& spec, const tuner::SweepRequest& request,
+                                          const std::string& idempotency_key, const std::string& canonical_request);
   Result<SweepView> GetSweep(int64_t id);
   Result<std::vector<store::SweepRecord>> ListSweeps(std::optional<store::SweepStatus> status, int64_t after_id,
                                                      int64_t limit);
@@ -126,7 +128,8 @@ class Service {
  private:
   Status ReloadIndex();
   Status BackfillTasks();
-  Result<std::vector<store::TaskPlan>> Plan(const tuner::SweepRequest& request, const HardwareProfile& hw) const;
+  Result<std::vector<store::TaskPlan>> Plan(const KernelSpec& spec, const tuner::SweepRequest& request,
+                                            const HardwareProfile& hw) const;
   bool TakeSweepToken();
   void RunnerLoop();
   void FlusherLoop();
@@ -142,6 +145,9 @@ class Service {
   std::vector<tuner::TunedEntry> checked_in_;  // tables/tuned_entries.jsonl as built in
   mutable std::shared_mutex index_mu_;
   std::shared_ptr<const tuner::LookupIndex> index_;
+
+  std::mutex skipped_mu_;
+  std::set<std::string> skipped_rows_;  // tuned rows ReloadIndex refused to serve, logged once each
 
   std::mutex reload_mu_;
   std::mutex rate_mu_;

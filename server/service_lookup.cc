@@ -44,9 +44,23 @@ Status Service::ReloadIndex() {
   if (!overrides) return std::unexpected(overrides.error());
   std::vector<tuner::Override> pins;
   for (const auto& o : *overrides) pins.push_back(ToOverride(o));
+  // Only rows that pass the sweep's checks are served (codegen::Publishable: canonical bucket,
+  // current bucket version, a config of the kernel's space that it validates for the bucket on
+  // the row's ISA): a database written by an older build, or rows pushed before ingest checked
+  // them, cannot put an invalid config into a lookup answer or GET /v1/tables. A skipped row is
+  // logged the first time this daemon meets it, not on every reload.
+  std::vector<std::string> skipped;
+  auto base = codegen::Publishable(checked_in_, &skipped);
+  auto served = codegen::Publishable(std::move(*rows), &skipped);
+  {
+    std::lock_guard lock(skipped_mu_);
+    for (const auto& why : skipped) {
+      if (skipped_rows_.insert(why).second) spdlog::warn("tuned row skipped, not served: {}", why);
+    }
+  }
   // The checked-in table is the base layer, so a fresh daemon already answers with what the
   // project ships; rows measured into this database replace those with the same key.
-  auto index = std::make_shared<const tuner::LookupIndex>(codegen::Merge(checked_in_, *rows), std::move(pins));
+  auto index = std::make_shared<const tuner::LookupIndex>(codegen::Merge(std::move(base), served), std::move(pins));
   std::unique_lock lock(index_mu_);
   index_ = std::move(index);
   return {};

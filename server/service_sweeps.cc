@@ -17,14 +17,12 @@
 
 namespace blocktune::server {
 
-Result<std::vector<store::TaskPlan>> Service::Plan(const tuner::SweepRequest& request,
+Result<std::vector<store::TaskPlan>> Service::Plan(const KernelSpec& spec, const tuner::SweepRequest& request,
                                                    const HardwareProfile& hw) const {
-  const KernelSpec* spec = FindKernel(request.kernel);
-  if (spec == nullptr) return InvalidArgument("unknown kernel '" + request.kernel + "'", "kernel");
-  auto plans = tuner::PlanSweep(request, *spec, hw);
+  auto plans = tuner::PlanSweep(request, spec, hw);
   if (!plans) return std::unexpected(plans.error());
   std::map<std::string, NamedInts> first_shape;
-  for (const auto& s : request.shapes) first_shape.emplace(spec->Bucket(Problem{request.dtype, s}).first, s);
+  for (const auto& s : request.shapes) first_shape.emplace(spec.Bucket(Problem{request.dtype, s}).first, s);
   std::vector<store::TaskPlan> tasks;
   int64_t total = 0;
   for (const auto& p : *plans) {
@@ -53,7 +51,10 @@ Status Service::BackfillTasks() {
       if (!tasks->empty()) continue;
       HardwareProfile hw = host_;
       hw.threads = s.request.threads;
-      auto plan = Plan(s.request, hw);
+      const KernelSpec* spec = FindKernel(s.request.kernel);
+      auto plan = spec != nullptr ? Plan(*spec, s.request, hw)
+                                  : Result<std::vector<store::TaskPlan>>(
+                                        InvalidArgument("unknown kernel '" + s.request.kernel + "'", "kernel"));
       if (!plan) {
         (void)store_->sweeps().SetStatus(s.id, store::SweepStatus::kFailed, plan.error().ToString());
         continue;
@@ -75,11 +76,9 @@ bool Service::TakeSweepToken() {
   return true;
 }
 
-Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& request,
+Result<store::CreatedSweep> Service::SubmitSweep(const KernelSpec& spec, const tuner::SweepRequest& request,
                                                  const std::string& idempotency_key,
                                                  const std::string& canonical_request) {
-  const KernelSpec* spec = FindKernel(request.kernel);
-  if (spec == nullptr) return InvalidArgument("unknown kernel '" + request.kernel + "'", "kernel");
   HardwareProfile hw = host_;
   hw.threads = request.threads;
   if (!request.isa.empty()) {
@@ -90,7 +89,7 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
     }
     hw.cpu.isa = request.isa;
   }
-  auto tasks = Plan(request, hw);
+  auto tasks = Plan(spec, request, hw);
   if (!tasks) return std::unexpected(tasks.error());
   auto hw_id = store_->hardware().Upsert(hw);
   if (!hw_id) return std::unexpected(hw_id.error());
@@ -104,7 +103,7 @@ Result<store::CreatedSweep> Service::SubmitSweep(const tuner::SweepRequest& requ
                          " per minute",
                      "");
   };
-  auto created = store_->sweeps().Create(request, *hw_id, spec->bucket_version(), options_.tool_version, *tasks,
+  auto created = store_->sweeps().Create(request, *hw_id, spec.bucket_version(), options_.tool_version, *tasks,
                                               idempotency_key, canonical_request, admit);
   if (!created) return std::unexpected(created.error());
   if (created->created && tasks->empty()) {

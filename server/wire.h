@@ -5,7 +5,10 @@
 // Error::path, e.g. "shapes[1].k".
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "kernels/core/hardware.h"
@@ -39,6 +42,15 @@ Result<Json> ParseBody(std::string_view body, const Limits& limits);
 
 Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limits);
 Json EncodeSweepRequest(const tuner::SweepRequest& r);
+// POST /v1/sweeps decoded once: the request, its kernel (found here, the one lookup of it on
+// the way to the store) and its canonical text (Dump(EncodeSweepRequest(request)): what an
+// Idempotency-Key replay is compared by).
+struct SweepSubmission {
+  tuner::SweepRequest request;
+  const KernelSpec* spec = nullptr;
+  std::string canonical;
+};
+Result<SweepSubmission> DecodeSweepSubmission(const Json& j, const Limits& limits);
 
 // A sweep; with progress, also "progress": {"done", "total", "tasks_done", "tasks_total",
 // "by_outcome": {...}} and "eta_seconds" (null when unknown).
@@ -72,12 +84,25 @@ Json EncodeLookup(const tuner::LookupAnswer& a);
 // building an ordered_json costs ~30 allocations per answer.
 std::string EncodeLookupText(const tuner::LookupAnswer& a);
 Result<tuner::LookupAnswer> DecodeLookup(const Json& j);
-// Batch lookup: {"queries": [{"kernel", "dtype", "dims": {...}, "threads", "hardware", "config"}]}
+// One lookup, from GET /v1/lookup's query string (DecodeLookupQuery) or from a query of POST
+// /v1/lookup's {"queries": [{"kernel", "dtype", "dims": {...}, "threads", "hardware",
+// "config"}]} (DecodeBatchLookup): both decoded here, with the same checks.
 struct LookupRequest {
   std::string kernel;
+  const KernelSpec* spec = nullptr;  // the kernel, found once by the decoder
   tuner::LookupQuery query;
   int threads = 1;
 };
+// A query string as the HTTP layer parsed it: every (name, value), repeats included
+// (httplib::Params).
+using QueryParams = std::multimap<std::string, std::string>;
+// One query parameter: absent gives `fallback` (or, for an integer without one, an error);
+// given twice, too long, not an integer or out of [lo, hi] is an error naming it.
+Result<std::string> QueryString(const QueryParams& params, const char* name, std::string fallback, size_t max_len);
+Result<int64_t> QueryInt(const QueryParams& params, const char* name, std::optional<int64_t> fallback, int64_t lo,
+                         int64_t hi);
+// GET /v1/lookup?kernel=...&dtype=...&<dim>=...&threads=...&hardware=...&config=...
+Result<LookupRequest> DecodeLookupQuery(const QueryParams& params);
 Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits& limits);
 Json EncodeBatchLookupRequest(const std::vector<LookupRequest>& queries);
 // {"results": [answer or {"error": {...}}, ...]} in query order

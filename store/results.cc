@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -13,15 +15,16 @@
 #include "kernels/core/kernel_spec.h"
 #include "store/migrate.h"
 #include "store/rows.h"
+#include "tuner/check.h"
 #include "tuner/lookup.h"
 
 namespace blocktune::store {
 namespace {
 
-constexpr char kFindBatchSql[] = "SELECT measurements, inserted FROM ingest_batches WHERE batch_id = ?";
+constexpr char kFindBatchSql[] = "SELECT measurements, inserted, digest FROM ingest_batches WHERE batch_id = ?";
 constexpr char kInsertBatchSql[] =
-    "INSERT INTO ingest_batches (batch_id, sweep_uid, measurements, inserted, created_at) "
-    "VALUES (?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
+    "INSERT INTO ingest_batches (batch_id, sweep_uid, measurements, inserted, created_at, digest) "
+    "VALUES (?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?)";
 constexpr char kUpsertHardwareSql[] =
     "INSERT INTO hardware_profiles (hardware_key, arch, isa, vendor, cpu_family, cpu_model, model_name, cores, "
     "l1d_bytes, l2_bytes, l3_bytes, threads, first_seen_at) "
@@ -94,7 +97,9 @@ bool IdentityOk(const std::string& s, size_t min_len, size_t max_len) {
   });
 }
 
-Status Validate(const ResultsBatch& b) {
+}  // namespace
+
+Status CheckBatch(const ResultsBatch& b) {
   if (!IdentityOk(b.batch_id, 1, 200)) return InvalidArgument("batch_id must be 1-200 characters of [0-9A-Za-z-_:.]", "batch_id");
   const SweepRecord& s = b.sweep;
   if (!IdentityOk(s.uid, 8, 64)) return InvalidArgument("sweep uid must be 8-64 characters of [0-9A-Za-z-_:.]", "sweep.uid");
@@ -125,8 +130,121 @@ Status Validate(const ResultsBatch& b) {
     if (!seen.emplace(m.bucket, m.config.ToString()).second) {
       return InvalidArgument("the batch holds this bucket and config twice", at + ".config");
     }
+    // As its sweep would have made it: the same checks PlanSweep applies, for the hardware it
+    // was measured on (tuner/check.h). The whole batch is refused, so nothing of it is written.
+    if (m.problem.dtype != s.request.dtype) return InvalidArgument("problem dtype differs from the sweep's", at + ".problem");
+    if (auto c = tuner::CheckMeasurement(*spec, m, b.hardware); !c) {
+      Error e = WithPathPrefix(c.error(), at);
+      e.message = at + ": " + e.message;
+      return std::unexpected(std::move(e));
+    }
   }
   return {};
+}
+
+namespace {
+
+// SHA-256 (FIPS 180-4), for the batch digest below; a few hundred bytes per measurement, once
+// per batch, so a plain implementation is plenty.
+class Sha256 {
+ public:
+  void Update(std::string_view data) {
+    for (unsigned char c : data) {
+      block_[fill_++] = c;
+      ++bytes_;
+      if (fill_ == 64) Compress();
+    }
+  }
+  std::string HexDigest() {
+    const uint64_t bits = bytes_ * 8;
+    Update(std::string_view("\x80", 1));
+    while (fill_ != 56) Update(std::string_view("\0", 1));
+    for (int i = 7; i >= 0; --i) {
+      block_[fill_++] = static_cast<unsigned char>(bits >> (8 * i));
+    }
+    Compress();
+    std::string out;
+    char buf[9];
+    for (uint32_t v : h_) {
+      std::snprintf(buf, sizeof buf, "%08x", v);
+      out += buf;
+    }
+    return out;
+  }
+
+ private:
+  static uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+  void Compress() {
+    static constexpr uint32_t k[64] = {
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
+        0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
+        0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
+        0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
+        0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
+        0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
+        0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+        0xc67178f2};
+    uint32_t w[64];
+    for (int i = 0; i < 16; ++i) {
+      w[i] = uint32_t{block_[4 * i]} << 24 | uint32_t{block_[4 * i + 1]} << 16 | uint32_t{block_[4 * i + 2]} << 8 |
+             uint32_t{block_[4 * i + 3]};
+    }
+    for (int i = 16; i < 64; ++i) {
+      const uint32_t s0 = Rotr(w[i - 15], 7) ^ Rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+      const uint32_t s1 = Rotr(w[i - 2], 17) ^ Rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+      w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+    }
+    uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+    for (int i = 0; i < 64; ++i) {
+      const uint32_t t1 = h + (Rotr(e, 6) ^ Rotr(e, 11) ^ Rotr(e, 25)) + ((e & f) ^ (~e & g)) + k[i] + w[i];
+      const uint32_t t2 = (Rotr(a, 2) ^ Rotr(a, 13) ^ Rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+      h = g, g = f, f = e, e = d + t1, d = c, c = b, b = a, a = t1 + t2;
+    }
+    const uint32_t add[8] = {a, b, c, d, e, f, g, h};
+    for (int i = 0; i < 8; ++i) h_[i] += add[i];
+    fill_ = 0;
+  }
+
+  std::array<uint32_t, 8> h_ = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  unsigned char block_[64] = {};
+  int fill_ = 0;
+  uint64_t bytes_ = 0;
+};
+
+// What a batch id names: the sweep's identity, the hardware key and every measurement with its
+// samples, each field length-prefixed and doubles in hex (%a: exact), so two batches with one
+// digest carry the same data. The sweep's status, progress and times are left out: a sweep
+// pushed while it ran and again when it finished sends its first batches unchanged.
+std::string BatchDigest(const ResultsBatch& b) {
+  Sha256 sha;
+  auto field = [&](std::string_view v) {
+    sha.Update(std::to_string(v.size()));
+    sha.Update(":");
+    sha.Update(v);
+  };
+  auto number = [&](double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%a", v);
+    field(buf);
+  };
+  field(b.sweep.uid);
+  field(b.hardware.Key());
+  field(std::to_string(b.measurements.size()));
+  for (const tuner::Measurement& m : b.measurements) {
+    field(m.bucket);
+    field(m.problem.dims.ToString());
+    field(m.config.ToString());
+    field(tuner::OutcomeName(m.outcome));
+    field(m.detail);
+    field(std::to_string(m.iterations));
+    for (double v : {m.median_ns, m.cv, m.max_abs_err, m.max_rel_err}) number(v);
+    field(std::to_string(m.samples_ns.size()));
+    for (double v : m.samples_ns) number(v);
+    field(m.created_at);
+    field(m.fingerprint);
+  }
+  return sha.HexDigest();
 }
 
 // Outcomes that rule a config out of a pool: it did not run, or ran and was wrong.
@@ -188,7 +306,8 @@ std::optional<tuner::TunedEntry> PoolWinner(const std::vector<tuner::Measurement
 }
 
 Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
-  if (auto s = Validate(b); !s) return std::unexpected(s.error());
+  if (auto s = CheckBatch(b); !s) return std::unexpected(s.error());
+  const std::string digest = BatchDigest(b);
   auto lock = db_.Lock();
   Connection& conn = db_.conn();
   ApplyResult out;
@@ -201,6 +320,18 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
       auto row = st->Step();
       if (!row) return std::unexpected(row.error());
       if (*row) {
+        // A replay only if it carries what the id carried the first time ('' : recorded
+        // before digests, contents unknown); otherwise the sender reused an id for new data,
+        // which a replay answer would silently drop.
+        const std::string first = st->Text(2);
+        if (!first.empty() && first != digest) {
+          return MakeError(ErrorCode::kAlreadyExists,
+                           "batch_id '" + b.batch_id + "' was applied before with different contents (" +
+                               std::to_string(st->Int(0)) + " measurements then, " +
+                               std::to_string(b.measurements.size()) +
+                               " now); nothing was written: send new data under a new batch_id",
+                           "batch_id");
+        }
         out.replayed = true;
         out.measurements = st->Int(0);
         out.inserted = st->Int(1);
@@ -359,7 +490,7 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
     }
     auto st = conn.Prepare(kInsertBatchSql);
     if (!st) return std::unexpected(st.error());
-    st->Bind(1, b.batch_id).Bind(2, s.uid).Bind(3, out.measurements).Bind(4, out.inserted);
+    st->Bind(1, b.batch_id).Bind(2, s.uid).Bind(3, out.measurements).Bind(4, out.inserted).Bind(5, digest);
     return st->Run();
   });
   if (!status) return std::unexpected(status.error());

@@ -4,8 +4,8 @@
 // such batches without writing to it, and ResultsTable::Apply adds one to this database, which is
 // how `blocktune db merge` and POST /v1/results (`blocktune push`) both write.
 //
-// Apply is idempotent twice over: a batch id seen before is answered from ingest_batches
-// without touching anything, and each measurement is keyed by (sweep uid, bucket, config) so a
+// Apply is idempotent twice over: a batch id seen before with the same contents (its digest) is
+// answered from ingest_batches without touching anything (other contents: already_exists), and each measurement is keyed by (sweep uid, bucket, config) so a
 // batch cut differently (a sweep that grew since the last push) adds only what is new. Winners
 // are never copied: after adding a batch, Apply recomputes the tuned entry of every (kernel,
 // dtype, hardware key, bucket) the batch touched from all measurements stored for it, from
@@ -59,11 +59,18 @@ struct ApplyResult {
 // measurement is the chosen config's ok measurement with the lowest median.
 std::optional<tuner::TunedEntry> PoolWinner(const std::vector<tuner::Measurement>& pool);
 
+// Everything Apply checks before it writes (identities, limits, hardware, and every measurement
+// against its kernel's spec, tuner::CheckMeasurement), without a database: `db merge` runs it
+// over every batch of every input first, so a bad input leaves OUT untouched. Errors:
+// invalid_argument with the path "measurements[i].<field>".
+Status CheckBatch(const ResultsBatch& batch);
+
 class ResultsTable {
  public:
   explicit ResultsTable(Database& db) : db_(db) {}
   // Adds the batch in one transaction (see above). Errors: invalid_argument naming the field for
-  // a malformed batch (nothing written), or the store's.
+  // a malformed batch (CheckBatch; nothing written), already_exists for a batch id applied
+  // before with other contents (nothing written), or the store's.
   Result<ApplyResult> Apply(const ResultsBatch& batch);
 
  private:

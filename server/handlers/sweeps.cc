@@ -20,9 +20,9 @@ void BindSweepHandlers(Handlers& h, const HandlerContext& ctx) {
     }
     auto body = wire::ParseBody(req.body, limits);
     if (!body) return SendError(res, body.error());
-    auto request = wire::DecodeSweepRequest(*body, limits);
-    if (!request) return SendError(res, request.error());
-    auto created = svc.SubmitSweep(*request, key, wire::Dump(wire::EncodeSweepRequest(*request)));
+    auto submission = wire::DecodeSweepSubmission(*body, limits);
+    if (!submission) return SendError(res, submission.error());
+    auto created = svc.SubmitSweep(*submission->spec, submission->request, key, submission->canonical);
     if (!created) {
       if (created.error().code == ErrorCode::kResourceExhausted) res.set_header("Retry-After", "2");
       return SendError(res, created.error());

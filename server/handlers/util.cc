@@ -34,38 +34,11 @@ void SendError(httplib::Response& res, const Error& e) { SendJson(res, wire::Htt
 
 Result<int64_t> IntParam(const httplib::Request& req, const char* name, std::optional<int64_t> fallback, int64_t lo,
                          int64_t hi) {
-  if (!req.has_param(name)) {
-    if (fallback) return *fallback;
-    return InvalidArgument(std::string("query parameter '") + name + "' is required", name);
-  }
-  if (req.get_param_value_count(name) > 1) {
-    return InvalidArgument(std::string("query parameter '") + name + "' given more than once", name);
-  }
-  const std::string v = req.get_param_value(name);
-  int64_t out = 0;
-  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
-  if (v.empty() || ec != std::errc() || ptr != v.data() + v.size()) {
-    return InvalidArgument(std::string("query parameter '") + name + "' must be an integer", name);
-  }
-  if (out < lo || out > hi) {
-    return InvalidArgument(std::string("query parameter '") + name + "' must be in [" + std::to_string(lo) + ", " +
-                               std::to_string(hi) + "]",
-                           name);
-  }
-  return out;
+  return wire::QueryInt(req.params, name, fallback, lo, hi);
 }
 
 Result<std::string> StringParam(const httplib::Request& req, const char* name, std::string fallback, size_t max_len) {
-  if (!req.has_param(name)) return fallback;
-  if (req.get_param_value_count(name) > 1) {
-    return InvalidArgument(std::string("query parameter '") + name + "' given more than once", name);
-  }
-  std::string v = req.get_param_value(name);
-  if (v.size() > max_len) {
-    return InvalidArgument(std::string("query parameter '") + name + "' is longer than " + std::to_string(max_len),
-                           name);
-  }
-  return v;
+  return wire::QueryString(req.params, name, std::move(fallback), max_len);
 }
 
 Result<int64_t> PathId(const httplib::Request& req) {

@@ -1,6 +1,9 @@
-// Wire format of lookups: one answer (also written directly as text, the hot path), batch
-// requests and answers, and their component schemas.
+// Wire format of lookups: GET's query string and POST's batch of queries decoded here with the
+// same checks, one answer (also written directly as text, the hot path), batch answers, and
+// their component schemas.
+#include <cctype>
 #include <charconv>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 
@@ -29,8 +32,7 @@ namespace internal {
 void AddLookupSchemas(Json& s) {
   using namespace schema;
   Json sources = Json::array();
-  for (auto src : {tables::Source::kExplicit, tables::Source::kOverride, tables::Source::kTuned,
-                   tables::Source::kTunedFallback, tables::Source::kNearest, tables::Source::kDefault}) {
+  for (auto src : internal::kSourcesInPrecedence) {
     sources.push_back(tables::SourceName(src));
   }
   s["Source"] = Str("where a lookup's answer came from, in precedence order");
@@ -200,6 +202,96 @@ std::string EncodeLookupText(const tuner::LookupAnswer& a) {
   return out;
 }
 
+namespace {
+
+// The characters a hardware key may hold (both lookups check them with this message).
+Status CheckHardwareKey(const std::string& key, const std::string& path) {
+  for (char c : key) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
+      return InvalidArgument("hardware key may hold only letters, digits, '.', '_' and '-'", path);
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+Result<std::string> QueryString(const QueryParams& params, const char* name, std::string fallback, size_t max_len) {
+  const size_t count = params.count(name);
+  if (count == 0) return fallback;
+  if (count > 1) return InvalidArgument(std::string("query parameter '") + name + "' given more than once", name);
+  std::string v = params.find(name)->second;
+  if (v.size() > max_len) {
+    return InvalidArgument(std::string("query parameter '") + name + "' is longer than " + std::to_string(max_len),
+                           name);
+  }
+  return v;
+}
+
+Result<int64_t> QueryInt(const QueryParams& params, const char* name, std::optional<int64_t> fallback, int64_t lo,
+                         int64_t hi) {
+  const size_t count = params.count(name);
+  if (count == 0) {
+    if (fallback) return *fallback;
+    return InvalidArgument(std::string("query parameter '") + name + "' is required", name);
+  }
+  if (count > 1) return InvalidArgument(std::string("query parameter '") + name + "' given more than once", name);
+  const std::string& v = params.find(name)->second;
+  int64_t out = 0;
+  const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), out);
+  if (v.empty() || ec != std::errc() || ptr != v.data() + v.size()) {
+    return InvalidArgument(std::string("query parameter '") + name + "' must be an integer", name);
+  }
+  if (out < lo || out > hi) {
+    return InvalidArgument(std::string("query parameter '") + name + "' must be in [" + std::to_string(lo) + ", " +
+                               std::to_string(hi) + "]",
+                           name);
+  }
+  return out;
+}
+
+Result<LookupRequest> DecodeLookupQuery(const QueryParams& params) {
+  LookupRequest r;
+  auto kernel = QueryString(params, "kernel", "", 64);
+  if (!kernel) return std::unexpected(kernel.error());
+  if (kernel->empty()) return InvalidArgument("query parameter 'kernel' is required", "kernel");
+  r.spec = FindKernel(*kernel);
+  if (r.spec == nullptr) return InvalidArgument("unknown kernel '" + server::guards::Clip(*kernel) + "'", "kernel");
+  r.kernel = *kernel;
+  for (const auto& [name, value] : params) {
+    bool known = name == "kernel" || name == "dtype" || name == "threads" || name == "hardware" || name == "config";
+    for (const auto& dim : r.spec->dims()) known |= name == dim.bucket.name;
+    if (!known) {
+      return InvalidArgument("unknown query parameter '" + server::guards::Clip(name) + "'", server::guards::Clip(name));
+    }
+  }
+  auto dtype = QueryString(params, "dtype", "f32", 16);
+  if (!dtype) return std::unexpected(dtype.error());
+  auto d = ParseDType(*dtype);
+  if (!d) return InvalidArgument("unknown dtype '" + server::guards::Clip(*dtype) + "'", "dtype");
+  r.query.dtype = *d;
+  for (const auto& dim : r.spec->dims()) {
+    auto v = QueryInt(params, dim.bucket.name, std::nullopt, INT64_MIN, INT64_MAX);
+    if (!v) return std::unexpected(v.error());
+    r.query.dims.Set(dim.bucket.name, *v);
+  }
+  auto threads = QueryInt(params, "threads", 1, 1, 256);
+  if (!threads) return std::unexpected(threads.error());
+  r.threads = static_cast<int>(*threads);
+  auto hardware = QueryString(params, "hardware", "", 200);
+  if (!hardware) return std::unexpected(hardware.error());
+  if (auto s = CheckHardwareKey(*hardware, "hardware"); !s) return std::unexpected(s.error());
+  r.query.hardware_key = *hardware;
+  if (params.count("config") > 0) {
+    auto text = QueryString(params, "config", "", 512);
+    if (!text) return std::unexpected(text.error());
+    auto cfg = NamedInts::Parse(*text);
+    if (!cfg) return std::unexpected(WithPathPrefix(cfg.error(), "config"));
+    r.query.explicit_config = std::move(*cfg);
+  }
+  return r;
+}
+
 Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits& limits) {
   if (!j.is_object()) return InvalidArgument("request body must be a JSON object", "body");
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -220,8 +312,9 @@ Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits
     LookupRequest r;
     auto kernel = internal::GetString(q, "kernel", path + ".kernel", std::nullopt);
     if (!kernel) return std::unexpected(kernel.error());
-    const KernelSpec* spec = FindKernel(*kernel);
-    if (spec == nullptr) return InvalidArgument("unknown kernel '" + server::guards::Clip(*kernel) + "'", path + ".kernel");
+    r.spec = FindKernel(*kernel);
+    if (r.spec == nullptr) return InvalidArgument("unknown kernel '" + server::guards::Clip(*kernel) + "'", path + ".kernel");
+    const KernelSpec* spec = r.spec;
     r.kernel = *kernel;
     auto dtype = internal::GetString(q, "dtype", path + ".dtype", std::string("f32"));
     if (!dtype) return std::unexpected(dtype.error());
@@ -246,11 +339,7 @@ Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits
     r.threads = static_cast<int>(*threads);
     auto hardware = internal::GetString(q, "hardware", path + ".hardware", std::string());
     if (!hardware) return std::unexpected(hardware.error());
-    for (char c : *hardware) {
-      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
-        return InvalidArgument("hardware key may hold only letters, digits, '.', '_' and '-'", path + ".hardware");
-      }
-    }
+    if (auto s = CheckHardwareKey(*hardware, path + ".hardware"); !s) return std::unexpected(s.error());
     r.query.hardware_key = *hardware;
     if (auto c = q.find("config"); c != q.end() && !c->is_null()) {
       auto cfg = internal::DecodeConfigObject(*c, path + ".config");
@@ -292,8 +381,7 @@ Result<tuner::LookupAnswer> DecodeLookup(const Json& j) {
   a.hardware = hardware.value_or("");
   a.bucket = bucket.value_or("");
   bool known = false;
-  for (auto s : {tables::Source::kExplicit, tables::Source::kOverride, tables::Source::kTuned,
-                 tables::Source::kTunedFallback, tables::Source::kNearest, tables::Source::kDefault}) {
+  for (auto s : internal::kSourcesInPrecedence) {
     if (tables::SourceName(s) == *source) {
       a.source = s;
       known = true;

@@ -352,11 +352,26 @@ Json EncodeIngestResult(const std::string& batch_id, const store::ApplyResult& r
 Result<store::ApplyResult> DecodeIngestResult(const Json& j) {
   if (!j.is_object()) return InvalidArgument("answer must be an object");
   store::ApplyResult r;
-  r.sweep_id = j.value("sweep_id", int64_t{0});
-  r.measurements = j.value("measurements", int64_t{-1});
-  r.inserted = j.value("inserted", int64_t{-1});
-  r.replayed = j.value("replayed", false);
-  r.winners = j.value("winners", int64_t{0});
+  // Type-checked before every get: Json::value() throws on a field of another type (an array
+  // for "measurements" ended `push` with std::terminate; found by deploy/fuzz-results.sh).
+  auto count = [&](const char* key, int64_t fallback, int64_t& out) -> Status {
+    auto it = j.find(key);
+    if (it == j.end()) {
+      out = fallback;
+      return {};
+    }
+    if (!it->is_number_integer()) return InvalidArgument(std::string("answer's ") + key + " must be an integer", key);
+    out = it->get<int64_t>();
+    return {};
+  };
+  for (const Status& st : {count("sweep_id", 0, r.sweep_id), count("measurements", -1, r.measurements),
+                           count("inserted", -1, r.inserted), count("winners", 0, r.winners)}) {
+    if (!st) return std::unexpected(st.error());
+  }
+  if (auto it = j.find("replayed"); it != j.end()) {
+    if (!it->is_boolean()) return InvalidArgument("answer's replayed must be true or false", "replayed");
+    r.replayed = it->get<bool>();
+  }
   if (r.measurements < 0 || r.inserted < 0) return InvalidArgument("answer lacks measurements or inserted");
   return r;
 }

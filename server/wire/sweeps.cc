@@ -110,14 +110,17 @@ void AddSweepSchemas(Json& s) {
 
 }  // namespace internal
 
-Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limits) {
+namespace {
+
+// The request and, in `spec`, its kernel: the one FindKernel of a submission.
+Result<tuner::SweepRequest> DecodeRequest(const Json& j, const Limits& limits, const KernelSpec*& spec) {
   if (!j.is_object()) return InvalidArgument("request body must be a JSON object", "body");
   static const Json kSchema = SweepRequestSchema();
   if (auto known = schema::CheckKnownFields(j, kSchema); !known) return std::unexpected(known.error());
   tuner::SweepRequest r;
   auto kernel = GetString(j, "kernel", "kernel", std::nullopt);
   if (!kernel) return std::unexpected(kernel.error());
-  const KernelSpec* spec = FindKernel(*kernel);
+  spec = FindKernel(*kernel);
   if (spec == nullptr) return InvalidArgument("unknown kernel '" + server::guards::Clip(*kernel) + "'", "kernel");
   r.kernel = *kernel;
   auto dtype = GetString(j, "dtype", "dtype", std::string("f32"));
@@ -185,6 +188,22 @@ Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limi
     r.isa = *isa;
   }
   return r;
+}
+
+}  // namespace
+
+Result<tuner::SweepRequest> DecodeSweepRequest(const Json& j, const Limits& limits) {
+  const KernelSpec* spec = nullptr;
+  return DecodeRequest(j, limits, spec);
+}
+
+Result<SweepSubmission> DecodeSweepSubmission(const Json& j, const Limits& limits) {
+  SweepSubmission s;
+  auto r = DecodeRequest(j, limits, s.spec);
+  if (!r) return std::unexpected(r.error());
+  s.request = std::move(*r);
+  s.canonical = Dump(EncodeSweepRequest(s.request));
+  return s;
 }
 
 Json EncodeSweepRequest(const tuner::SweepRequest& r) {

@@ -3,8 +3,11 @@
 // processes (the daemon's path).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -107,6 +110,27 @@ TEST(ExternalSpec, RejectsMalformedFields) {
   std::string no_runner = Spec("ext_nr", "true");
   no_runner.replace(no_runner.find("\"runner\""), 8, "\"runnr\"");
   EXPECT_NE(err(no_runner).find("runnr"), std::string::npos);
+}
+
+// Issue 26: 16 parameters of 1,024 values are 2^160 configs; the refusal says so instead of
+// the int64 overflow it printed (-9223372036854775808).
+TEST(ExternalSpec, AnOversizedSpaceIsRefusedWithItsTrueSize) {
+  std::string params;
+  for (int p = 0; p < 16; ++p) {
+    std::string values;
+    for (int v = 1; v <= 1024; ++v) values += (v > 1 ? ", " : "") + std::to_string(v);
+    params += std::string(p ? ", " : "") + R"({"name": "p)" + std::to_string(p) + R"(", "values": [)" + values + "]}";
+  }
+  std::string text = Spec("ext_huge", "true", true, 0, "[]");
+  const size_t from = text.find("\"parameters\": [");
+  const size_t to = text.find("\"restrictions\"");
+  text.replace(from, to - from, "\"parameters\": [" + params + "],\n    ");
+  auto spec = ParseKernelSpec(text, "huge.json", ".");
+  ASSERT_FALSE(spec);
+  const std::string msg = spec.error().message;
+  EXPECT_EQ(msg.find("-9223372036854775808"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1461501637330902918203684832716283019655932542976"), std::string::npos) << msg;  // 1024^16
+  EXPECT_NE(msg.find("more than 1000000"), std::string::npos) << msg;
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -319,6 +343,82 @@ TEST_F(RunnerTest, CrashHangAndGarbageThroughWorkerProcesses) {
   // After all that, a good config still measures (the worker was replaced where needed).
   auto good = ParseKernelSpec(Spec("w_good", kGood, true, 0.5), "x.json", "/");
   EXPECT_EQ(Run(worker, **good).outcome, Outcome::kOk);
+}
+
+// Live processes whose command line is exactly `sleep SECONDS` (zombies have an empty one).
+int LiveSleeps(const std::string& seconds) {
+  const std::string want = std::string("sleep") + '\0' + seconds + '\0';
+  int n = 0;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    std::ifstream in(entry.path() / "cmdline", std::ios::binary);
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    n += cmdline == want;
+  }
+  return n;
+}
+
+// Waits up to 5 s for every `sleep SECONDS` to be gone (a SIGKILL is delivered asynchronously).
+int SleepsLeft(const std::string& seconds) {
+  for (int i = 0; i < 100 && LiveSleeps(seconds) > 0; ++i) usleep(50000);
+  return LiveSleeps(seconds);
+}
+
+// Issue 26: what a runner starts dies with it, when it exits, times out, is replaced or is
+// done. Each runner forks a `sleep` into the background (a distinct duration per case) first.
+TEST_F(RunnerTest, WhatARunnerStartedDiesWithIt) {
+  tuner::InProcessEvaluator e;
+  const Measurement exits = Run(e, Make("ext_fork_exit", "sleep 31.71 & read -r line; exit 3"));
+  EXPECT_EQ(exits.outcome, Outcome::kCrashed) << exits.detail;
+  EXPECT_EQ(SleepsLeft("31.71"), 0) << "the runner exited and left its child running";
+
+  const Measurement hang = Run(e, Make("ext_fork_hang", "sleep 31.72 & read -r line; exec sleep 1000", true, 0.5));
+  EXPECT_EQ(hang.outcome, Outcome::kTimeout) << hang.detail;
+  EXPECT_EQ(SleepsLeft("31.72"), 0) << "the runner timed out and left its child running";
+
+  const Measurement once = Run(e, Make("ext_fork_once", R"(sleep 31.73 & read -r line; echo '{"times_ms": [1.5]}' >&3)",
+                                       /*persistent=*/false));
+  EXPECT_EQ(once.outcome, Outcome::kOk) << once.detail;
+  EXPECT_EQ(SleepsLeft("31.73"), 0) << "a per-config runner finished and left its child running";
+
+  {
+    tuner::InProcessEvaluator scoped;
+    const Measurement good = Run(scoped, Make("ext_fork_good", std::string("sleep 31.74 & ") + kGood));
+    EXPECT_EQ(good.outcome, Outcome::kOk) << good.detail;
+    // Alive while its runner serves (the shell's background child may exec `sleep` only after
+    // the runner has answered: wait up to 5 s for it).
+    for (int i = 0; i < 100 && LiveSleeps("31.74") == 0; ++i) usleep(50000);
+    EXPECT_EQ(LiveSleeps("31.74"), 1);
+  }
+  EXPECT_EQ(SleepsLeft("31.74"), 0) << "the evaluator is gone and the runner's child still runs";
+}
+
+// The same through blocktune-worker (the daemon's and `sweep --local`'s path).
+TEST_F(RunnerTest, WhatARunnerStartedDiesWithItThroughWorkerProcesses) {
+  test::ScratchDir dir("external_worker_fork");
+  const struct {
+    const char* name;
+    std::string script;
+    Outcome expected;
+    const char* seconds;
+  } cases[] = {
+      {"wf_exit", "sleep 31.75 & read -r line; exit 3", Outcome::kCrashed, "31.75"},
+      {"wf_hang", "sleep 31.76 & read -r line; exec sleep 1000", Outcome::kTimeout, "31.76"},
+  };
+  for (const auto& c : cases) std::ofstream(dir.File(std::string(c.name) + ".json")) << Spec(c.name, c.script, true, 0.5);
+  tuner::WorkerOptions options;
+  auto path = tuner::LocateWorker("");
+  ASSERT_TRUE(path) << path.error().message;
+  options.worker_path = *path;
+  options.kernel_dirs = {dir.path().string()};
+  tuner::WorkerEvaluator worker(options);
+  for (const auto& c : cases) {
+    auto spec = ParseKernelSpec(Spec(c.name, c.script, true, 0.5), "x.json", "/");
+    ASSERT_TRUE(spec);
+    const Measurement m = Run(worker, **spec);
+    EXPECT_EQ(m.outcome, c.expected) << c.name << ": " << m.detail;
+    EXPECT_EQ(SleepsLeft(c.seconds), 0) << c.name << ": the runner's child outlived it";
+  }
 }
 
 }  // namespace

@@ -240,6 +240,52 @@ TEST(Http, EveryMutatingRouteIsMarked) {
   }
 }
 
+// GET's query string and a POST batch entry go through the codec to the same request, kernel
+// found once; the query string's own errors name the parameter.
+TEST(Codec, GetAndPostLookupsDecodeToTheSameRequest) {
+  const QueryParams get = {{"kernel", "matmul"}, {"dtype", "bf16"}, {"m", "96"}, {"n", "80"}, {"k", "64"},
+                           {"threads", "2"}, {"hardware", "x86_64.avx2.amd.fam25_mod1.t2"}, {"config", "block_m=32"}};
+  auto g = DecodeLookupQuery(get);
+  ASSERT_TRUE(g) << g.error().ToString();
+  auto body = ParseBody(R"({"queries":[{"kernel":"matmul","dtype":"bf16","dims":{"m":96,"n":80,"k":64},"threads":2,
+                          "hardware":"x86_64.avx2.amd.fam25_mod1.t2","config":{"block_m":32}}]})",
+                        Limits{});
+  ASSERT_TRUE(body);
+  auto p = DecodeBatchLookup(*body, Limits{});
+  ASSERT_TRUE(p) << p.error().ToString();
+  ASSERT_EQ(p->size(), 1u);
+  const LookupRequest& q = p->front();
+  EXPECT_EQ(g->spec, FindKernel("matmul"));
+  EXPECT_EQ(q.spec, g->spec);
+  EXPECT_EQ(g->kernel, q.kernel);
+  EXPECT_EQ(g->threads, q.threads);
+  EXPECT_EQ(g->query.dtype, q.query.dtype);
+  EXPECT_EQ(g->query.dims.ToString(), q.query.dims.ToString());
+  EXPECT_EQ(g->query.hardware_key, q.query.hardware_key);
+  ASSERT_TRUE(g->query.explicit_config && q.query.explicit_config);
+  EXPECT_EQ(g->query.explicit_config->ToString(), q.query.explicit_config->ToString());
+
+  auto twice = DecodeLookupQuery({{"kernel", "matmul"}, {"m", "1"}, {"m", "2"}, {"n", "1"}, {"k", "1"}});
+  ASSERT_FALSE(twice);
+  EXPECT_EQ(twice.error().path, "m");
+  auto unknown = DecodeLookupQuery({{"kernel", "matmul"}, {"m", "1"}, {"n", "1"}, {"k", "1"}, {"q", "1"}});
+  ASSERT_FALSE(unknown);
+  EXPECT_EQ(unknown.error().path, "q");
+  auto bad_key = DecodeLookupQuery({{"kernel", "matmul"}, {"m", "1"}, {"n", "1"}, {"k", "1"}, {"hardware", "a/b"}});
+  ASSERT_FALSE(bad_key);
+  EXPECT_EQ(bad_key.error().path, "hardware");
+}
+
+// A submission carries its kernel and the canonical text an Idempotency-Key replay is compared by.
+TEST(Codec, SweepSubmissionCarriesItsKernelAndCanonicalText) {
+  auto j = ParseBody(R"({"kernel":"matmul","shapes":[{"m":128,"n":256,"k":64}],"seed":5})", Limits{});
+  ASSERT_TRUE(j);
+  auto s = DecodeSweepSubmission(*j, Limits{});
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_EQ(s->spec, FindKernel("matmul"));
+  EXPECT_EQ(s->canonical, Dump(EncodeSweepRequest(s->request)));
+}
+
 }  // namespace
 }  // namespace blocktune::wire
 
