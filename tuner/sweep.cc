@@ -27,6 +27,9 @@ uint64_t Fnv1a(const std::string& text) {
 uint64_t BucketSeed(uint64_t seed, const std::string& bucket) { return seed ^ Fnv1a(bucket); }
 
 bool PlansStatically(Strategy s) { return s == Strategy::kExhaustive || s == Strategy::kRandom; }
+// Strategies that read the prior of other buckets' measurements (transfer always, auto when it
+// covers half the space).
+bool UsesPrior(Strategy s) { return s == Strategy::kTransfer || s == Strategy::kAuto; }
 
 }  // namespace
 
@@ -172,7 +175,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     pb.name = bucket;
     prior_buckets.insert_or_assign(bucket, std::move(pb));
   };
-  if (request.strategy == Strategy::kTransfer) {
+  if (UsesPrior(request.strategy)) {
     auto prior = sink.PriorMeasurements();
     if (!prior) return std::unexpected(prior.error());
     for (const Measurement& m : *prior) add_to_prior(m);
@@ -253,7 +256,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     // A bucket's own earlier landscape is left out, as in simulate: the prior says what this
     // bucket should look like from its neighbours, not what an older kernel measured here.
     SearchPrior prior;
-    if (request.strategy == Strategy::kTransfer) {
+    if (UsesPrior(request.strategy)) {
       prior.features = PriorFeatures(spec, plan.problem);
       for (const auto& [bucket, pb] : prior_buckets) {
         if (bucket != plan.bucket && !pb.relative_cost.empty()) prior.buckets.push_back(pb);
@@ -281,7 +284,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       search->Tell(*next, Observation{m.outcome == Outcome::kOk, m.median_ns});
     }
     total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
-    if (request.strategy == Strategy::kTransfer) {
+    if (UsesPrior(request.strategy)) {
       bool any = false;
       for (const Measurement& m : results) {
         if (m.outcome != Outcome::kOk || !(m.median_ns > 0)) continue;
