@@ -98,8 +98,10 @@ struct SimulateArgs {
   std::vector<std::string> db;
   std::string data;
   std::string kernel;
-  std::string strategy = "anneal";
+  std::string strategy = "auto";
   double budget_fraction = 0.1;
+  int64_t budget = 0;
+  std::vector<std::string> prior;
   int seeds = 20;
   int64_t first_seed = 1;
   double threshold = 0.98;
@@ -124,6 +126,26 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
     }
   }
   if (!buckets) return Fail(kExitFailed, buckets.error().ToString());
+  // --prior: other devices' landscapes, each a database or a --data export like the input.
+  std::vector<tuner::StoredBucket> prior;
+  for (const std::string& path : a.prior) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return Fail(kExitFailed, "cannot read --prior " + path);
+    std::string head(16, '\0');
+    in.read(head.data(), 16);
+    Result<std::vector<tuner::StoredBucket>> more;
+    if (head.rfind("SQLite format 3", 0) == 0) {
+      more = LoadExhaustive({path}, a.kernel);
+    } else {
+      in.clear();
+      in.seekg(0);
+      std::ostringstream text;
+      text << in.rdbuf();
+      more = tuner::ParseStoredBuckets(text.str());
+    }
+    if (!more) return Fail(kExitFailed, "--prior " + path + ": " + more.error().ToString());
+    for (auto& b : *more) prior.push_back(std::move(b));
+  }
   if (buckets->empty()) return Fail(kExitFailed, "no stored exhaustive measurements" + (a.kernel.empty() ? "" : " of " + a.kernel));
   if (!a.export_path.empty()) {
     std::ofstream out(a.export_path, std::ios::binary);
@@ -133,12 +155,17 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
   tuner::SimulateOptions opt;
   opt.strategy = *tuner::ParseStrategy(a.strategy);
   opt.budget_fraction = a.budget_fraction;
+  opt.budget = a.budget;
+  opt.prior = std::move(prior);
   opt.seeds = a.seeds;
   opt.first_seed = static_cast<uint64_t>(a.first_seed);
   opt.threshold = a.threshold;
   opt.sequential_prior = a.sequential_prior;
-  if (opt.sequential_prior && opt.strategy != tuner::Strategy::kTransfer) {
-    return Fail(kExitUsage, "--sequential-prior applies to --strategy transfer only");
+  if (opt.sequential_prior && opt.strategy != tuner::Strategy::kTransfer && opt.strategy != tuner::Strategy::kAuto) {
+    return Fail(kExitUsage, "--sequential-prior applies to --strategy transfer and auto only");
+  }
+  if (!opt.prior.empty() && opt.strategy != tuner::Strategy::kTransfer && opt.strategy != tuner::Strategy::kAuto) {
+    return Fail(kExitUsage, "--prior applies to --strategy transfer and auto only");
   }
   auto report = tuner::Simulate(*buckets, opt);
   if (!report) return Fail(kExitUsage, report.error().ToString());
@@ -146,16 +173,20 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
     Json rows = Json::array();
     for (const auto& b : report->buckets) {
       const auto score = [&](const tuner::StrategyScore& s) {
-        Json j{{"mean_ratio", s.mean_ratio}, {"min_ratio", s.min_ratio}, {"hit_fraction", s.hit_fraction}};
+        Json j{{"mean_ratio", s.mean_ratio}, {"min_ratio", s.min_ratio}, {"hit_fraction", s.hit_fraction},
+               {"score", s.score}, {"score_at_budget", s.score_at_budget}, {"best_ns", s.best_ns}};
         if (a.curves) j["curve"] = s.curve;
         return j;
       };
       rows.push_back({{"kernel", b.kernel}, {"hardware", b.hardware_key}, {"dtype", DTypeName(b.dtype)},
                       {"bucket", b.bucket}, {"space", b.space_size}, {"budget", b.budget},
                       {"optimum_ns", b.optimum_ns}, {"optimum", wire::EncodeConfig(b.optimum)},
+                      {"random_expected_ns", b.random_expected_ns},
                       {a.strategy, score(b.strategy)}, {"random", score(b.random)}});
     }
-    std::printf("%s\n", Json{{"strategy", a.strategy}, {"budget_fraction", a.budget_fraction}, {"seeds", a.seeds},
+    std::printf("%s\n", Json{{"strategy", a.strategy}, {"budget_fraction", a.budget_fraction}, {"budget", a.budget},
+                              {"seeds", a.seeds}, {"strategy_score", report->strategy_score},
+                              {"random_score", report->random_score},
                               {"threshold", a.threshold}, {"buckets", rows},
                               {"strategy_bucket_fraction", report->strategy_bucket_fraction},
                               {"random_bucket_fraction", report->random_bucket_fraction},
@@ -169,12 +200,13 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
   }
   int width = 6;
   for (const auto& b : report->buckets) width = std::max(width, static_cast<int>(b.bucket.size()));
-  std::printf("%-15s %-*s %5s %6s %10s %10s %10s %10s\n", "kernel", width, "bucket", "space", "budget",
-              (a.strategy + " mean").c_str(), "min", "random", "min");
+  std::printf("%-15s %-*s %5s %6s %10s %10s %7s %10s %10s %7s\n", "kernel", width, "bucket", "space", "budget",
+              (a.strategy + " mean").c_str(), "min", "score", "random", "min", "score");
   for (const auto& b : report->buckets) {
-    std::printf("%-15s %-*s %5lld %6lld %10.4f %10.4f %10.4f %10.4f\n", b.kernel.c_str(), width, b.bucket.c_str(),
-                static_cast<long long>(b.space_size), static_cast<long long>(b.budget), b.strategy.mean_ratio,
-                b.strategy.min_ratio, b.random.mean_ratio, b.random.min_ratio);
+    std::printf("%-15s %-*s %5lld %6lld %10.4f %10.4f %7.3f %10.4f %10.4f %7.3f\n", b.kernel.c_str(), width,
+                b.bucket.c_str(), static_cast<long long>(b.space_size), static_cast<long long>(b.budget),
+                b.strategy.mean_ratio, b.strategy.min_ratio, b.strategy.score, b.random.mean_ratio, b.random.min_ratio,
+                b.random.score);
     if (a.curves) {
       std::printf("    best/optimum by evaluation (%s):", a.strategy.c_str());
       for (double v : b.strategy.curve) std::printf(" %.3f", v);
@@ -183,12 +215,20 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
       std::printf("\n");
     }
   }
+  char budget[64];
+  if (a.budget > 0) {
+    std::snprintf(budget, sizeof budget, "%lld evaluations per bucket", static_cast<long long>(a.budget));
+  } else {
+    std::snprintf(budget, sizeof budget, "%.0f%% of each space", 100 * a.budget_fraction);
+  }
   std::printf(
-      "%s at %.0f%% of each space, %d seeds: best-found >= %.2f of the optimum on %.1f%% of %zu buckets "
-      "(random: %.1f%%); mean best/optimum %.4f (random %.4f); runs >= %.2f: %.1f%% (random %.1f%%)\n",
-      a.strategy.c_str(), 100 * a.budget_fraction, a.seeds, a.threshold, 100 * report->strategy_bucket_fraction,
+      "%s at %s, %d seeds: best-found >= %.2f of the optimum on %.1f%% of %zu buckets "
+      "(random: %.1f%%); mean best/optimum %.4f (random %.4f); runs >= %.2f: %.1f%% (random %.1f%%); "
+      "methodology score %.3f (random %.3f)\n",
+      a.strategy.c_str(), budget, a.seeds, a.threshold, 100 * report->strategy_bucket_fraction,
       report->buckets.size(), 100 * report->random_bucket_fraction, report->strategy_mean_ratio,
-      report->random_mean_ratio, a.threshold, 100 * report->strategy_run_fraction, 100 * report->random_run_fraction);
+      report->random_mean_ratio, a.threshold, 100 * report->strategy_run_fraction, 100 * report->random_run_fraction,
+      report->strategy_score, report->random_score);
   return 0;
 }
 
@@ -305,11 +345,19 @@ std::function<int()> RegisterSimulateCommands(CLI::App& app, Common& common) {
   simulate_cmd->add_option("--data", simulate.data, "tab-separated export (see --export) instead of --db");
   simulate_cmd->add_option("--kernel", simulate.kernel, "only this kernel (default: all)");
   simulate_cmd->add_option("--strategy", simulate.strategy,
-                           "strategy to score (transfer: each bucket's prior is every other bucket of the same kernel, "
-                           "hardware and dtype in the data)")
-      ->capture_default_str()->check(CLI::IsMember({"random", "anneal", "surrogate", "transfer"}));
+                           "strategy to score (transfer and auto: each bucket's prior is every other bucket of the same "
+                           "kernel, hardware and dtype in the data, plus --prior; docs/search.md)")
+      ->capture_default_str()->check(CLI::IsMember({"random", "anneal", "surrogate", "transfer", "auto"}));
   simulate_cmd->add_option("--budget-fraction", simulate.budget_fraction, "evaluations as a fraction of each bucket's space")
       ->capture_default_str()->check(CLI::Range(0.001, 1.0));
+  simulate_cmd->add_option("--budget", simulate.budget,
+                           "evaluations per bucket (capped at its space), instead of --budget-fraction: distinct configs "
+                           "measured, failed ones included")
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  simulate_cmd->add_option("--prior", simulate.prior,
+                           "other landscapes of the same kernel (databases with exhaustive sweeps, or --export files), "
+                           "e.g. the other devices': a prior for transfer and auto")
+      ->expected(1, -1);
   simulate_cmd->add_option("--seeds", simulate.seeds, "runs per bucket (seeds 1..N)")->capture_default_str()->check(CLI::Range(1, 100000));
   simulate_cmd->add_option("--first-seed", simulate.first_seed, "first seed")->capture_default_str();
   simulate_cmd->add_flag("--sequential-prior", simulate.sequential_prior,

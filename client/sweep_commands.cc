@@ -92,7 +92,7 @@ struct SweepArgs {
   std::string dtype = "f32";
   std::vector<std::string> shapes;
   int threads = 1;
-  std::string strategy = "exhaustive";
+  std::string strategy;  // empty: the daemon's default (exhaustive; auto for external kernels)
   int64_t budget = 0;
   double budget_seconds = 0;
   int64_t seed = 1;
@@ -152,6 +152,7 @@ Result<Json> SweepBody(const SweepArgs& a) {
   r.isa = a.isa == "portable" ? "base" : a.isa;
   Json body = wire::EncodeSweepRequest(r);
   body["shapes"] = shapes;
+  if (a.strategy.empty()) body.erase("strategy");
   return body;
 }
 
@@ -435,8 +436,10 @@ std::function<int()> RegisterSweepCommands(CLI::App& app, Common& common) {
   sweep_cmd->add_option("--shape", sweep->shapes, "problem dims, e.g. m=1024,n=1024,k=1024 (repeatable; required unless --from-misses)");
   sweep_cmd->add_option("--dtype", sweep->dtype, "element type")->capture_default_str();
   sweep_cmd->add_option("--threads", sweep->threads, "threads the kernel runs with")->capture_default_str()->check(CLI::Range(1, 256));
-  sweep_cmd->add_option("--strategy", sweep->strategy, "exhaustive, random, anneal, surrogate or transfer (docs/tuning.md)")
-      ->capture_default_str()->check(CLI::IsMember({"exhaustive", "random", "anneal", "surrogate", "transfer"}));
+  sweep_cmd->add_option("--strategy", sweep->strategy,
+                        "exhaustive, random, anneal, surrogate, transfer or auto (docs/tuning.md, docs/search.md); "
+                        "default exhaustive, auto for external kernels")
+      ->check(CLI::IsMember({"exhaustive", "random", "anneal", "surrogate", "transfer", "auto"}));
   sweep_cmd->add_option("--budget", sweep->budget,
                         "evaluations per bucket (0: random 32, anneal/surrogate/transfer a tenth of the valid space, at least 8)")
       ->capture_default_str();

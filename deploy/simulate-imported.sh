@@ -17,7 +17,7 @@ mkdir -p "$work/kernels"
 kernel=$(python3 -c "import json; print(json.load(open('$work/import.json'))['kernel'])")
 printf '%-10s %-9s %8s %12s %12s %10s %10s\n' strategy budget evals "mean ratio" "random" "hit>=.98" "random"
 for frac in 0.01 0.02 0.05; do
-  for strategy in anneal surrogate transfer; do
+  for strategy in auto anneal surrogate transfer; do
     "$build/client/blocktune" simulate --kernel-dir "$work/kernels" --db "$work/db" --kernel "$kernel" \
       --strategy "$strategy" --budget-fraction "$frac" --seeds 20 --json >"$work/sim.json"
     python3 - "$work/sim.json" "$strategy" "$frac" <<'PY'

@@ -92,7 +92,7 @@ struct TunedEntry {
   std::optional<GateRecord> gate;
 };
 
-// Search strategies (tuner/search): two that plan a static list and three model-guided ones that
+// Search strategies (tuner/search): two that plan a static list and four model-guided ones that
 // choose each config from everything measured so far. Spelled in SQL CHECKs and JSON as named.
 enum class Strategy {
   kExhaustive,  // every valid config
@@ -100,8 +100,9 @@ enum class Strategy {
   kAnneal,      // simulated annealing / local search over one-step neighbours, with restarts
   kSurrogate,   // quadratic ridge model over log block sizes, lowest lower confidence bound next
   kTransfer,    // other buckets' stored landscapes, weighted by likeness, predict this one's
+  kAuto,        // picks by space size, budget and prior: prior-ranked, surrogate, or iterated local search
 };
-inline constexpr std::string_view kStrategyNames[] = {"exhaustive", "random", "anneal", "surrogate", "transfer"};
+inline constexpr std::string_view kStrategyNames[] = {"exhaustive", "random", "anneal", "surrogate", "transfer", "auto"};
 constexpr std::string_view StrategyName(Strategy s) { return kStrategyNames[static_cast<int>(s)]; }
 std::optional<Strategy> ParseStrategy(std::string_view s);
 

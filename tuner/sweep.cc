@@ -27,6 +27,9 @@ uint64_t Fnv1a(const std::string& text) {
 uint64_t BucketSeed(uint64_t seed, const std::string& bucket) { return seed ^ Fnv1a(bucket); }
 
 bool PlansStatically(Strategy s) { return s == Strategy::kExhaustive || s == Strategy::kRandom; }
+// Strategies that read the prior of other buckets' measurements (transfer always, auto when it
+// covers half the space).
+bool UsesPrior(Strategy s) { return s == Strategy::kTransfer || s == Strategy::kAuto; }
 
 using Clock = std::chrono::steady_clock;
 
@@ -226,7 +229,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     pb.name = bucket;
     prior_buckets.insert_or_assign(bucket, std::move(pb));
   };
-  if (request.strategy == Strategy::kTransfer) {
+  if (UsesPrior(request.strategy)) {
     Result<std::vector<Measurement>> prior;
     {
       PhaseTimer t(bd.store_s);
@@ -327,7 +330,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     // bucket should look like from its neighbours, not what an older kernel measured here.
     const auto search_setup = Clock::now();
     SearchPrior prior;
-    if (request.strategy == Strategy::kTransfer) {
+    if (UsesPrior(request.strategy)) {
       prior.features = PriorFeatures(spec, plan.problem);
       for (const auto& [bucket, pb] : prior_buckets) {
         if (bucket != plan.bucket && !pb.relative_cost.empty()) prior.buckets.push_back(pb);
@@ -336,7 +339,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     // Other hardware profiles' landscapes, each weighted by how alike this profile's it was
     // measured to be on the buckets both swept (this bucket's own earlier landscape included).
     std::vector<ProfileSimilarity> similarity;
-    if (request.strategy == Strategy::kTransfer && !other_profiles.empty()) {
+    if (UsesPrior(request.strategy) && !other_profiles.empty()) {
       std::vector<Measurement> own;
       for (const auto& [bucket, pm] : prior_medians) {
         for (const auto& [config, ns] : pm.second) {
@@ -384,7 +387,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       search->Tell(*next, Observation{m.outcome == Outcome::kOk, m.median_ns});
     }
     total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
-    if (request.strategy == Strategy::kTransfer) {
+    if (UsesPrior(request.strategy)) {
       bool any = false;
       for (const Measurement& m : results) {
         if (m.outcome != Outcome::kOk || !(m.median_ns > 0)) continue;

@@ -44,7 +44,9 @@ namespace internal {
 
 void AddSweepSchemas(Json& s) {
   using namespace schema;
-  s["Strategy"] = Enum(tuner::kStrategyNames, "search strategy (docs/tuning.md)");
+  s["Strategy"] = Enum(tuner::kStrategyNames,
+                       "search strategy (docs/tuning.md, docs/search.md); default exhaustive for built-in kernels, "
+                       "auto for external ones");
   Json statuses = Json::array();
   // SweepStatus runs from kQueued to kCancelled; the store spells the names.
   for (int i = 0; i <= static_cast<int>(store::SweepStatus::kCancelled); ++i) {
@@ -184,10 +186,13 @@ Result<tuner::SweepRequest> DecodeRequest(const Json& j, const Limits& limits, c
   if (!threads) return std::unexpected(threads.error());
   if (*threads < 1 || *threads > 256) return InvalidArgument("threads must be in [1, 256]", "threads");
   r.threads = static_cast<int>(*threads);
-  auto strategy = GetString(j, "strategy", "strategy", std::string("exhaustive"));
+  // Default: exhaustive for built-in kernels (about 180 configs a bucket), auto for external
+  // ones, whose 5,000-20,000-config spaces an exhaustive sweep rarely affords (docs/search.md).
+  const bool external = spec->runner() != nullptr || !spec->source_file().empty();
+  auto strategy = GetString(j, "strategy", "strategy", std::string(external ? "auto" : "exhaustive"));
   if (!strategy) return std::unexpected(strategy.error());
   auto st = tuner::ParseStrategy(*strategy);
-  if (!st) return InvalidArgument("strategy must be 'exhaustive', 'random', 'anneal', 'surrogate' or 'transfer'", "strategy");
+  if (!st) return InvalidArgument("strategy must be 'exhaustive', 'random', 'anneal', 'surrogate', 'transfer' or 'auto'", "strategy");
   r.strategy = *st;
   auto budget = GetInt(j, "budget", "budget", 0);
   if (!budget) return std::unexpected(budget.error());

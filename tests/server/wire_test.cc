@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "external/spec.h"
 #include "server/http.h"
 #include "server/routes.h"
 #include "server/service.h"
@@ -48,6 +49,27 @@ TEST(Codec, IsaIsOptional) {
   auto avx2 = Decode(R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}],"isa":"avx2"})");
   ASSERT_TRUE(avx2) << avx2.error().ToString();
   EXPECT_EQ(DecodeSweepRequest(EncodeSweepRequest(*avx2), Limits{})->isa, "avx2");
+}
+
+// A request without a strategy: exhaustive for a built-in kernel (~180 configs a bucket), auto
+// for an external one (docs/search.md).
+TEST(Codec, DefaultStrategyIsAutoForExternalKernels) {
+  auto builtin = Decode(R"({"kernel":"matmul","shapes":[{"m":1,"n":2,"k":3}]})");
+  ASSERT_TRUE(builtin) << builtin.error().ToString();
+  EXPECT_EQ(builtin->strategy, tuner::Strategy::kExhaustive);
+  auto spec = external::ParseKernelSpec(R"({"name": "codec_default_strategy", "description": "test kernel",
+      "parameters": [{"name": "bx", "values": [1, 2, 4]}],
+      "dims": [{"name": "n", "rounding": "pow2_ceil", "max": 4096}], "dtypes": ["f32"],
+      "runner": {"command": ["/bin/true"]}})",
+                                        "codec_default_strategy.json", "/");
+  ASSERT_TRUE(spec) << spec.error().ToString();
+  ASSERT_TRUE(RegisterKernel(std::move(*spec)));
+  auto ext = Decode(R"({"kernel":"codec_default_strategy","shapes":[{"n":64}]})");
+  ASSERT_TRUE(ext) << ext.error().ToString();
+  EXPECT_EQ(ext->strategy, tuner::Strategy::kAuto);
+  auto chosen = Decode(R"({"kernel":"codec_default_strategy","shapes":[{"n":64}],"strategy":"random"})");
+  ASSERT_TRUE(chosen);
+  EXPECT_EQ(chosen->strategy, tuner::Strategy::kRandom);
 }
 
 struct BadCase {

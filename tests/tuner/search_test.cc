@@ -12,6 +12,7 @@
 
 #include "tests/tuner/fake_kernel.h"
 #include "tests/tuner/memory_sink.h"
+#include "tuner/search/auto.h"
 #include "tuner/search/search.h"
 #include "tuner/search/simulate.h"
 #include "tuner/sweep.h"
@@ -25,7 +26,7 @@ using blocktune::testing::FakeSpec;
 using blocktune::testing::MemorySink;
 
 constexpr Strategy kAllStrategies[] = {Strategy::kExhaustive, Strategy::kRandom, Strategy::kAnneal,
-                                       Strategy::kSurrogate, Strategy::kTransfer};
+                                       Strategy::kSurrogate, Strategy::kTransfer, Strategy::kAuto};
 
 // An 8 x 6 x 4 grid whose valid configs exclude x*y == 12 (so neighbourhoods have holes).
 class GridSpec : public KernelSpec {
@@ -166,8 +167,9 @@ TEST(Search, EveryStrategyIsDeterministicAndNeverAsksTwice) {
       runs.push_back(asked);
     }
     EXPECT_EQ(runs[0], runs[1]) << StrategyName(s);
-    // Surrogate uses no randomness here, nor does transfer (without a prior it is surrogate).
-    if (s != Strategy::kSurrogate && s != Strategy::kTransfer) {
+    // Surrogate uses no randomness here, nor does transfer (without a prior it is surrogate),
+    // nor auto (a 176-config, 3-parameter space is surrogate's; AutoOn* below cover its own).
+    if (s != Strategy::kSurrogate && s != Strategy::kTransfer && s != Strategy::kAuto) {
       EXPECT_NE(runs[0], runs[2]) << StrategyName(s);
     }
   }
@@ -198,6 +200,157 @@ TEST(Search, ModelGuidedStrategiesFindTheBowlsMinimumOnATenthOfTheSpace) {
       }
     }
     EXPECT_GE(found, 9) << StrategyName(s);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invariants of the strategies on a GPU-like space: 5 parameters of 4 values (1,024 configs, so
+// auto runs its iterated local search), two basins (the default's at coords (1,1,1,1,1) and a
+// 30% faster one at (3,2,0,3,2)), and a failing region (p0 at its top value with p1 >= 2, an
+// eighth of the space) that, as a compile failure would, returns no time.
+
+PriorBucket BowlPrior(const SearchSpace& space, int64_t n, double best_x);  // below, with the transfer tests
+
+SearchSpace WideSpace() {
+  std::vector<ParamSpec> params;
+  for (int d = 0; d < 5; ++d) params.push_back({"p" + std::to_string(d), {1, 2, 4, 8}, ""});
+  std::vector<Config> valid;
+  for (int i = 0; i < 1024; ++i) {
+    std::vector<std::pair<std::string, int64_t>> v;
+    for (int d = 0, k = i; d < 5; ++d, k /= 4) v.emplace_back("p" + std::to_string(d), int64_t{1} << (k % 4));
+    valid.push_back(NamedInts(v));
+  }
+  return SearchSpace(params, valid);
+}
+
+bool WideFails(const SearchSpace& space, size_t i) { return space.coords(i)[0] == 3 && space.coords(i)[1] >= 2; }
+
+Observation WideAnswer(const SearchSpace& space, size_t i) {
+  if (WideFails(space, i)) return Observation{false, 0};
+  const auto basin = [&](const std::vector<int>& at, double depth) {
+    double d2 = 0;
+    for (size_t d = 0; d < 5; ++d) d2 += std::pow(space.coords(i)[d] - at[d], 2);
+    return depth * std::exp(-d2 / 3.0);
+  };
+  const double speed = 1 + basin({1, 1, 1, 1, 1}, 1.0) + basin({3, 2, 0, 3, 2}, 1.6);
+  return Observation{true, 1e6 / speed};
+}
+
+size_t WideDefault(const SearchSpace& space) { return *space.Find(std::vector<int>{1, 1, 1, 1, 1}); }
+
+TEST(Search, AutoOnALargeSpaceIsDeterministicNeverAsksTwiceAndCoversIt) {
+  const SearchSpace space = WideSpace();
+  ASSERT_EQ(space.size(), 1024u);
+  EXPECT_EQ(ChooseAutoPlan(space, 100, {}), AutoPlan::kLocal);
+  for (Strategy s : {Strategy::kAuto, Strategy::kAnneal, Strategy::kSurrogate}) {
+    std::vector<std::vector<size_t>> runs;
+    for (uint64_t seed : {3u, 3u, 4u}) {
+      auto search = MakeSearch(s, space, WideDefault(space), seed, 100);
+      std::vector<size_t> asked;
+      std::set<size_t> unique;
+      while (auto next = search->Ask()) {
+        ASSERT_LT(*next, space.size());
+        ASSERT_TRUE(unique.insert(*next).second) << StrategyName(s) << " asked twice";
+        asked.push_back(*next);
+        search->Tell(*next, WideAnswer(space, *next));
+      }
+      EXPECT_EQ(asked.size(), space.size()) << StrategyName(s);
+      EXPECT_EQ(asked.front(), WideDefault(space)) << StrategyName(s);
+      runs.push_back(asked);
+    }
+    EXPECT_EQ(runs[0], runs[1]) << StrategyName(s);
+    EXPECT_NE(runs[0], runs[2]) << StrategyName(s);
+  }
+}
+
+// Over 20 seeds at 100 evaluations: how many asks fell in the failing region (an eighth of the
+// space, ~12 for random search), and the mean best/optimum.
+struct WideRun {
+  double failed = 0;
+  double ratio = 0;
+};
+WideRun RunWide(Strategy s, int64_t budget) {
+  const SearchSpace space = WideSpace();
+  double optimum = 1e300;
+  for (size_t i = 0; i < space.size(); ++i) {
+    if (const Observation o = WideAnswer(space, i); o.ok) optimum = std::min(optimum, o.median_ns);
+  }
+  WideRun r;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    auto search = MakeSearch(s, space, WideDefault(space), seed, budget);
+    double best = 1e300;
+    for (int64_t e = 0; e < budget; ++e) {
+      auto next = search->Ask();
+      if (!next) break;
+      const Observation o = WideAnswer(space, *next);
+      search->Tell(*next, o);
+      r.failed += o.ok ? 0 : 1.0 / 20;
+      if (o.ok) best = std::min(best, o.median_ns);
+    }
+    r.ratio += optimum / best / 20;
+  }
+  return r;
+}
+
+TEST(Search, AFailingRegionDrawsFewerEvaluationsThanRandomSearch) {
+  const WideRun random = RunWide(Strategy::kRandom, 100);
+  EXPECT_GT(random.failed, 8);  // an eighth of 100, give or take the seeds
+  const WideRun automatic = RunWide(Strategy::kAuto, 100);
+  const WideRun surrogate = RunWide(Strategy::kSurrogate, 100);
+  EXPECT_LT(automatic.failed, 0.6 * random.failed);
+  EXPECT_LT(surrogate.failed, 0.6 * random.failed);
+}
+
+TEST(Search, AutoAndAnnealLeaveTheDefaultsBasinAndBeatRandomSearch) {
+  for (int64_t budget : {25, 100}) {
+    const WideRun random = RunWide(Strategy::kRandom, budget);
+    const WideRun automatic = RunWide(Strategy::kAuto, budget);
+    EXPECT_GE(automatic.ratio, random.ratio) << budget;
+  }
+  // The default's basin peaks at 2 / 2.6 = 0.77 of the optimum: a walk that stays in it (anneal
+  // before its stall rule) never passes that.
+  EXPECT_GT(RunWide(Strategy::kAnneal, 200).ratio, 0.9);
+  EXPECT_GT(RunWide(Strategy::kAuto, 200).ratio, 0.97);
+}
+
+TEST(Search, AutoPicksBySpaceBudgetAndPrior) {
+  GridSpec spec;
+  const SearchSpace grid = GridSpace(spec);
+  EXPECT_EQ(ChooseAutoPlan(grid, 18, {}), AutoPlan::kSurrogate);
+  EXPECT_EQ(ChooseAutoPlan(grid, 150, {}), AutoPlan::kLocal);  // most of the space: no model needed
+  SearchPrior prior{{std::log2(1025.0)}, {BowlPrior(grid, 512, 6)}};
+  EXPECT_DOUBLE_EQ(PriorCoverage(grid, prior), 1.0);
+  EXPECT_EQ(ChooseAutoPlan(grid, 18, prior), AutoPlan::kPrior);
+  prior.buckets[0].relative_cost.clear();
+  prior.buckets[0].relative_cost.emplace(grid.config(0).ToString(), 0.0);
+  EXPECT_EQ(ChooseAutoPlan(grid, 18, prior), AutoPlan::kSurrogate);  // covers 1 config of 176
+}
+
+// A prior from another "device": the same landscape 1.7x slower with +-2% noise per config.
+TEST(Search, AutoWithACrossDevicePriorFindsTheOptimumInAFewEvaluations) {
+  const SearchSpace space = WideSpace();
+  std::vector<std::pair<Config, double>> other;
+  SplitMix64 noise(99);
+  size_t optimum = 0;
+  for (size_t i = 0; i < space.size(); ++i) {
+    const Observation o = WideAnswer(space, i);
+    if (!o.ok) continue;
+    if (o.median_ns < WideAnswer(space, optimum).median_ns || !WideAnswer(space, optimum).ok) optimum = i;
+    other.emplace_back(space.config(i), 1.7 * o.median_ns * (1 + 0.02 * noise.NextSigned()));
+  }
+  SearchPrior prior{{}, {MakePriorBucket({}, other)}};
+  for (uint64_t seed = 1; seed <= 10; ++seed) {
+    auto search = MakeSearch(Strategy::kAuto, space, WideDefault(space), seed, 50, prior);
+    int64_t found_at = 0;
+    for (int64_t e = 1; e <= 20 && found_at == 0; ++e) {
+      auto next = search->Ask();
+      ASSERT_TRUE(next);
+      ASSERT_FALSE(WideFails(space, *next)) << "the prior has no passing time for a failing config";
+      search->Tell(*next, WideAnswer(space, *next));
+      if (*next == optimum) found_at = e;
+    }
+    EXPECT_GT(found_at, 0) << seed;
+    EXPECT_NE(search->Explain().find("prior"), std::string::npos);
   }
 }
 
@@ -737,6 +890,71 @@ TEST(Simulate, ReplaysDeterministicallyAndScoresAgainstTheOptimum) {
   EXPECT_FALSE(Simulate(GridBuckets(), o));
 }
 
+TEST(Simulate, AnAbsoluteBudgetIsKeptAndCappedAtTheSpace) {
+  SimulateOptions o;
+  o.seeds = 4;
+  o.budget = 25;
+  for (Strategy s : {Strategy::kAuto, Strategy::kAnneal, Strategy::kSurrogate, Strategy::kTransfer}) {
+    o.strategy = s;
+    auto r = Simulate(GridBuckets(), o);
+    ASSERT_TRUE(r) << r.error().ToString();
+    EXPECT_EQ(r->buckets[0].budget, 25) << StrategyName(s);
+    EXPECT_EQ(r->buckets[0].strategy.curve.size(), 25u) << StrategyName(s);
+    EXPECT_EQ(r->buckets[0].strategy.best_ns.size(), 4u) << StrategyName(s);
+  }
+  o.budget = 100000;
+  auto all = Simulate(GridBuckets(), o);
+  ASSERT_TRUE(all);
+  EXPECT_EQ(all->buckets[0].budget, 179);
+  EXPECT_DOUBLE_EQ(all->buckets[0].strategy.min_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(all->buckets[0].strategy.score_at_budget, 1.0);
+  o.budget = -1;
+  EXPECT_FALSE(Simulate(GridBuckets(), o));
+}
+
+TEST(Simulate, ExpectedBestOfRandomSearchIsExact) {
+  // Draws of 2 from {1, 2, 3, failed}: the failed one scores as the slowest passing (3); the
+  // six pairs' best are 1, 1, 1, 2, 2, 3.
+  const auto e = ExpectedRandomBest({1, 2, 3, 0}, 5);
+  ASSERT_EQ(e.size(), 5u);
+  EXPECT_NEAR(e[0], 9.0 / 4, 1e-12);
+  EXPECT_NEAR(e[1], 10.0 / 6, 1e-12);
+  EXPECT_NEAR(e[2], 1.25, 1e-12);  // 3 of 4: misses 1 only in 1 of 4 triples
+  EXPECT_NEAR(e[3], 1.0, 1e-12);
+  EXPECT_NEAR(e[4], 1.0, 1e-12);  // more draws than configs: all of them
+  // Random search's own methodology score is ~0 (its seeds' luck either way); a strategy that
+  // finds the optimum at once scores ~1.
+  SimulateOptions o;
+  o.seeds = 50;
+  o.budget = 20;
+  o.strategy = Strategy::kRandom;
+  auto r = Simulate(GridBuckets(), o);
+  ASSERT_TRUE(r);
+  EXPECT_NEAR(r->random_score, 0.0, 0.1);
+  EXPECT_LT(r->random_score, r->strategy_score + 1e-9 + 0.2);
+}
+
+TEST(Simulate, APriorFromAnotherDeviceSteersAuto) {
+  SimulateOptions o;
+  o.seeds = 10;
+  o.budget = 5;
+  o.strategy = Strategy::kAuto;
+  auto without = Simulate(GridBuckets(), o);
+  std::vector<StoredBucket> other = GridBuckets();
+  other[0].hardware_key = "other-device";
+  for (StoredConfig& c : other[0].configs) c.median_ns *= 1.5;
+  o.prior = other;
+  auto with = Simulate(GridBuckets(), o);
+  ASSERT_TRUE(without && with);
+  EXPECT_DOUBLE_EQ(with->buckets[0].strategy.min_ratio, 1.0);  // the prior's best first
+  EXPECT_GT(with->strategy_score, without->strategy_score);
+  // The same landscape as data and prior is left out: it would predict itself.
+  o.prior = GridBuckets();
+  auto self = Simulate(GridBuckets(), o);
+  ASSERT_TRUE(self);
+  EXPECT_EQ(self->buckets[0].strategy.mean_ratio, without->buckets[0].strategy.mean_ratio);
+}
+
 TEST(Simulate, CompareChoicesJudgesWithTheOtherSweepsMeasurements) {
   auto a = GridBuckets();
   auto b = GridBuckets();
@@ -776,7 +994,9 @@ Result<std::vector<StoredBucket>> CheckedInSweeps() {
 //   flash_attention  transfer 91.7% 0.9971   anneal 33.3% 0.9684   surrogate 58.3% 0.9727   random 25.0% 0.9690
 // The issue's target (>= 0.98 on >= 90% of buckets, ahead of random) holds for transfer on both
 // kernels and for anneal and surrogate on matmul; flash_attention's 5 evaluations of 48 are
-// too few for a search that knows nothing of the other buckets.
+// too few for a search that knows nothing of the other buckets. auto (prior-ranked here, every
+// other bucket of the kernel covering the space) keeps 23 of the 24 buckets at >= 0.98
+// (matmul 100%, mean 0.9946; flash_attention 91.7%, 0.9971), issue 23's ">= 95% of buckets".
 TEST(Simulate, CheckedInExhaustiveSweeps) {
   auto buckets = CheckedInSweeps();
   ASSERT_TRUE(buckets) << buckets.error().ToString();
@@ -786,7 +1006,9 @@ TEST(Simulate, CheckedInExhaustiveSweeps) {
     double bucket_fraction;
     bool beats_random;
   };
-  for (const Expect& e : {Expect{"matmul", Strategy::kTransfer, 0.9, true},
+  for (const Expect& e : {Expect{"matmul", Strategy::kAuto, 1.0, true},
+                          Expect{"flash_attention", Strategy::kAuto, 0.9, true},
+                          Expect{"matmul", Strategy::kTransfer, 0.9, true},
                           Expect{"matmul", Strategy::kAnneal, 0.9, true},
                           Expect{"matmul", Strategy::kSurrogate, 0.9, true},
                           Expect{"flash_attention", Strategy::kTransfer, 0.9, true},

@@ -73,32 +73,65 @@ std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, in
   return curve;
 }
 
-// Mean, worst and hit rate over one curve per seed.
-StrategyScore Aggregate(const std::vector<std::vector<double>>& curves, int64_t budget, const SimulateOptions& opt) {
+// The slowest passing median (what a run that found nothing passing is scored at), and R(e).
+double WorstNs(const Oracle& o) {
+  double worst = o.optimum_ns;
+  for (const Observation& a : o.answers) {
+    if (a.ok) worst = std::max(worst, a.median_ns);
+  }
+  return worst;
+}
+
+std::vector<double> RandomExpectation(const Oracle& o, int64_t budget) {
+  std::vector<double> medians;
+  for (const Observation& a : o.answers) medians.push_back(a.ok ? a.median_ns : 0.0);
+  return ExpectedRandomBest(std::move(medians), budget);
+}
+
+// Mean, worst, hit rate and methodology score over one curve per seed; `expected` is R(e).
+StrategyScore Aggregate(const std::vector<std::vector<double>>& curves, int64_t budget, const SimulateOptions& opt,
+                        const Oracle& o, const std::vector<double>& expected) {
   StrategyScore s;
   s.curve.assign(static_cast<size_t>(budget), 0.0);
   s.min_ratio = 1.0;
   int hits = 0;
+  const double worst = WorstNs(o);
+  std::vector<double> mean_ns(static_cast<size_t>(budget), 0.0);
+  const auto ns_of = [&](double ratio) { return ratio > 0 ? o.optimum_ns / ratio : worst; };
   for (const auto& curve : curves) {
-    for (size_t e = 0; e < curve.size(); ++e) s.curve[e] += curve[e] / opt.seeds;
+    for (size_t e = 0; e < curve.size(); ++e) {
+      s.curve[e] += curve[e] / opt.seeds;
+      mean_ns[e] += ns_of(curve[e]) / opt.seeds;
+    }
     const double final_ratio = curve.empty() ? 0.0 : curve.back();
     s.mean_ratio += final_ratio / opt.seeds;
     s.min_ratio = std::min(s.min_ratio, final_ratio);
+    s.best_ns.push_back(ns_of(final_ratio));
     hits += final_ratio >= opt.threshold ? 1 : 0;
   }
   s.hit_fraction = static_cast<double>(hits) / opt.seeds;
+  // Where random search is already at the optimum on average there is nothing to beat: scored
+  // 1 if the strategy is there too, else by how far it is behind (negative).
+  const auto score_at = [&](size_t e) {
+    const double r = expected[e];
+    const double span = r - o.optimum_ns;
+    if (span <= 1e-12 * r) return mean_ns[e] <= o.optimum_ns * (1 + 1e-12) ? 1.0 : (r - mean_ns[e]) / r;
+    return (r - mean_ns[e]) / span;
+  };
+  for (size_t e = 0; e < mean_ns.size(); ++e) s.score += score_at(e) / static_cast<double>(mean_ns.size());
+  if (!mean_ns.empty()) s.score_at_budget = score_at(mean_ns.size() - 1);
   return s;
 }
 
 StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& opt, int64_t budget,
-                    const SearchPrior& prior = {}) {
+                    const std::vector<double>& expected, const SearchPrior& prior = {}) {
   std::vector<std::vector<double>> curves;
   for (int k = 0; k < opt.seeds; ++k) {
     // Same seed derivation as a sweep: the request seed mixed with nothing bucket-specific,
     // so seed k means the same thing for every bucket.
     curves.push_back(Replay(o, strategy, opt.first_seed + static_cast<uint64_t>(k), budget, prior));
   }
-  return Aggregate(curves, budget, opt);
+  return Aggregate(curves, budget, opt, o, expected);
 }
 
 std::string FormatDouble(double v) {
@@ -108,6 +141,35 @@ std::string FormatDouble(double v) {
 }
 
 }  // namespace
+
+std::vector<double> ExpectedRandomBest(std::vector<double> medians, int64_t budget) {
+  const auto n = static_cast<int64_t>(medians.size());
+  std::vector<double> out;
+  if (n == 0) return out;
+  double worst = 0;
+  for (double m : medians) worst = std::max(worst, m);
+  for (double& m : medians) {
+    if (!(m > 0)) m = worst;
+  }
+  std::sort(medians.begin(), medians.end());
+  // P(the best of k draws is the j-th fastest, j from 0) = C(n - 1 - j, k - 1) / C(n, k).
+  const auto log_choose = [](int64_t a, int64_t b) {
+    return std::lgamma(static_cast<double>(a) + 1) - std::lgamma(static_cast<double>(b) + 1) -
+           std::lgamma(static_cast<double>(a - b) + 1);
+  };
+  for (int64_t k = 1; k <= budget; ++k) {
+    const int64_t kk = std::min(k, n);
+    const double total = log_choose(n, kk);
+    double e = 0;
+    for (int64_t j = 0; n - 1 - j >= kk - 1; ++j) {
+      const double lp = log_choose(n - 1 - j, kk - 1) - total;
+      if (lp < -745) break;  // exp underflows to 0, and the terms only shrink with j
+      e += std::exp(lp) * medians[static_cast<size_t>(j)];
+    }
+    out.push_back(e);
+  }
+  return out;
+}
 
 std::vector<StoredBucket> GroupMeasurements(const std::string& kernel, const std::string& hardware_key, DType dtype,
                                             const std::vector<Measurement>& measurements) {
@@ -220,7 +282,8 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
     return InvalidArgument("budget fraction must be in (0, 1]", "budget_fraction");
   }
   if (options.seeds < 1) return InvalidArgument("seeds must be >= 1", "seeds");
-  const bool transfer = options.strategy == Strategy::kTransfer;
+  if (options.budget < 0) return InvalidArgument("budget must be >= 0 evaluations", "budget");
+  const bool transfer = options.strategy == Strategy::kTransfer || options.strategy == Strategy::kAuto;
   std::vector<Oracle> oracles;
   std::vector<int64_t> budgets;
   std::vector<std::vector<double>> features(buckets.size());
@@ -229,8 +292,11 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
     auto oracle = MakeOracle(b);
     if (!oracle) return std::unexpected(oracle.error());
     // Rounded up: 10% of a 48-config space is 5 evaluations, not 4.
-    budgets.push_back(std::max<int64_t>(
-        1, static_cast<int64_t>(std::ceil(options.budget_fraction * static_cast<double>(oracle->space.size()) - 1e-9))));
+    budgets.push_back(options.budget > 0
+                          ? std::min<int64_t>(options.budget, static_cast<int64_t>(oracle->space.size()))
+                          : std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
+                                                     options.budget_fraction * static_cast<double>(oracle->space.size()) -
+                                                     1e-9))));
     oracles.push_back(std::move(*oracle));
     if (transfer) {
       const KernelSpec& spec = *FindKernel(b.kernel);  // MakeOracle checked it exists
@@ -263,6 +329,34 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
     return pb;
   };
 
+  // Landscapes given as --prior: one prior bucket each, for the buckets of the same kernel and
+  // dtype. Their features come from their own bucket ids (an id the kernel cannot parse gives
+  // no features: likeness then rests on the rankings alone).
+  std::vector<std::pair<const StoredBucket*, PriorBucket>> external;
+  for (const StoredBucket& pb : options.prior) {
+    std::vector<std::pair<Config, double>> medians;
+    for (const StoredConfig& c : pb.configs) {
+      if (c.outcome == Outcome::kOk && c.median_ns > 0) medians.emplace_back(c.config, c.median_ns);
+    }
+    std::vector<double> f;
+    if (const KernelSpec* spec = FindKernel(pb.kernel); spec != nullptr) {
+      if (auto problem = spec->ProblemFromBucket(pb.dtype, pb.bucket)) f = PriorFeatures(*spec, *problem);
+    }
+    PriorBucket b = MakePriorBucket(std::move(f), medians);
+    b.name = pb.hardware_key + "/" + pb.bucket;
+    if (!b.relative_cost.empty()) external.emplace_back(&pb, std::move(b));
+  }
+  const auto add_external = [&](size_t i, SearchPrior& prior) {
+    for (const auto& [pb, b] : external) {
+      if (pb->kernel != buckets[i].kernel || pb->dtype != buckets[i].dtype) continue;
+      // The same landscape given both as data and as prior would predict itself.
+      if (pb->hardware_key == buckets[i].hardware_key && pb->bucket == buckets[i].bucket) continue;
+      PriorBucket copy = b;
+      if (copy.features.size() != features[i].size()) copy.features = features[i];
+      prior.buckets.push_back(std::move(copy));
+    }
+  };
+
   // curves[i][k]: bucket i, seed k.
   std::vector<std::vector<std::vector<double>>> curves(buckets.size());
   if (transfer && options.sequential_prior) {
@@ -273,6 +367,7 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
         for (size_t j = 0; j < i; ++j) {
           if (same_key(i, j) && !measured[j].relative_cost.empty()) prior.buckets.push_back(measured[j]);
         }
+        add_external(i, prior);
         std::vector<size_t> asked;
         curves[i].push_back(
             Replay(oracles[i], options.strategy, options.first_seed + static_cast<uint64_t>(k), budgets[i], prior, &asked));
@@ -291,6 +386,7 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
       for (size_t j = 0; transfer && j < buckets.size(); ++j) {
         if (same_key(i, j) && !full[j].relative_cost.empty()) prior.buckets.push_back(full[j]);
       }
+      if (transfer) add_external(i, prior);
       for (int k = 0; k < options.seeds; ++k) {
         curves[i].push_back(
             Replay(oracles[i], options.strategy, options.first_seed + static_cast<uint64_t>(k), budgets[i], prior));
@@ -314,8 +410,12 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
     s.budget = budgets[i];
     s.optimum_ns = o.optimum_ns;
     s.optimum = o.space.config(o.optimum);
-    s.strategy = Aggregate(curves[i], s.budget, options);
-    s.random = Score(o, Strategy::kRandom, options, s.budget);
+    const std::vector<double> expected = RandomExpectation(o, s.budget);
+    s.random_expected_ns = expected.back();
+    s.strategy = Aggregate(curves[i], s.budget, options, o, expected);
+    s.random = Score(o, Strategy::kRandom, options, s.budget, expected);
+    r.strategy_score += s.strategy.score;
+    r.random_score += s.random.score;
     r.strategy_bucket_fraction += s.strategy.mean_ratio >= options.threshold ? 1 : 0;
     r.random_bucket_fraction += s.random.mean_ratio >= options.threshold ? 1 : 0;
     r.strategy_mean_ratio += s.strategy.mean_ratio;
@@ -330,6 +430,8 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
     r.random_bucket_fraction /= n;
     r.strategy_mean_ratio /= n;
     r.random_mean_ratio /= n;
+    r.strategy_score /= n;
+    r.random_score /= n;
     r.strategy_run_fraction = strategy_runs / n;
     r.random_run_fraction = random_runs / n;
   }

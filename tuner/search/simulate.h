@@ -58,8 +58,11 @@ std::string FormatStoredBuckets(const std::vector<StoredBucket>& buckets);
 Result<std::vector<StoredBucket>> ParseStoredBuckets(std::string_view text);
 
 struct SimulateOptions {
-  Strategy strategy = Strategy::kAnneal;
+  Strategy strategy = Strategy::kAuto;
   double budget_fraction = 0.1;  // evaluations = ceil(fraction * valid configs of the bucket)
+  // Evaluations per bucket when > 0 (capped at the bucket's space), instead of the fraction:
+  // the fixed budgets the literature reports (25 ... 800 evaluations).
+  int64_t budget = 0;
   int seeds = 20;                // runs per bucket, seeds first_seed .. first_seed + seeds - 1
   uint64_t first_seed = 1;
   double threshold = 0.98;       // best-found / optimum counted as a hit at or above this
@@ -68,6 +71,10 @@ struct SimulateOptions {
   // one in the data, and of those only what this replay's own search measured (one sweep of
   // every bucket on a machine with nothing stored).
   bool sequential_prior = false;
+  // Landscapes from elsewhere (other devices' exhaustive sweeps of the same kernel, `simulate
+  // --prior`): every one of the same kernel and dtype joins the prior of transfer and auto for
+  // every bucket, whatever its hardware and bucket id.
+  std::vector<StoredBucket> prior;
 };
 
 struct StrategyScore {
@@ -76,7 +83,19 @@ struct StrategyScore {
   double hit_fraction = 0;    // seeds whose ratio >= threshold
   // Mean ratio after 1, 2, ..., budget evaluations.
   std::vector<double> curve;
+  std::vector<double> best_ns;  // per seed, the best median found within the budget
+  // The methodology score of Willemsen et al. (FGCS 2024): (R(e) - S(e)) / (R(e) - optimum),
+  // with S(e) the mean over seeds of the best median after e evaluations and R(e) the exact
+  // expectation of random search's best after e draws without replacement (failed configs
+  // drawn too, scored as the slowest passing one); 1 = the optimum at once, 0 = no better than
+  // random. `score` averages it over e = 1 .. budget, `score_at_budget` is its value at e = budget.
+  double score = 0;
+  double score_at_budget = 0;
 };
+
+// R(e) above for e = 1 .. budget: the expected best median of `e` configs drawn without
+// replacement from `medians` (failed configs as the slowest passing median).
+std::vector<double> ExpectedRandomBest(std::vector<double> medians, int64_t budget);
 
 struct BucketSimulation {
   std::string kernel;
@@ -86,6 +105,7 @@ struct BucketSimulation {
   int64_t space_size = 0;  // configs that passed validation
   int64_t budget = 0;      // evaluations
   double optimum_ns = 0;
+  double random_expected_ns = 0;  // R(budget): random search's expected best at this budget
   Config optimum;
   StrategyScore strategy;
   StrategyScore random;
@@ -100,6 +120,10 @@ struct SimulateReport {
   // Mean over buckets of the mean ratio.
   double strategy_mean_ratio = 0;
   double random_mean_ratio = 0;
+  // Mean over buckets of StrategyScore::score (random search's own is 0 by definition, up to
+  // the seeds' luck).
+  double strategy_score = 0;
+  double random_score = 0;
   // (bucket, seed) runs at or above the threshold, as a fraction of all runs.
   double strategy_run_fraction = 0;
   double random_run_fraction = 0;

@@ -1,0 +1,32 @@
+// The `auto` strategy's searches (auto.cc), reached through MakeSearch in search.h: a
+// feasibility-aware iterated local search for large spaces, and the same search steered by a
+// prior from other landscapes of the kernel (other buckets, or other devices). Kept out of
+// search.h because nothing but MakeSearch and the tests construct them directly.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "tuner/search/search.h"
+
+namespace blocktune::tuner {
+
+// Which search `auto` runs for this space, budget and prior (docs/search.md#auto):
+//   kPrior:     the prior covers >= half of the space: its ranking first, blended with local
+//               steps around the incumbent.
+//   kSurrogate: small, low-dimensional spaces (<= 1,024 configs, <= 4 parameters: our CPU
+//               kernels' buckets, where the quadratic model was tuned; docs/tuning.md).
+//   kLocal:     everything else (the 4,000-20,000-config spaces of external GPU kernels).
+enum class AutoPlan { kPrior, kSurrogate, kLocal };
+AutoPlan ChooseAutoPlan(const SearchSpace& space, int64_t budget, const SearchPrior& prior);
+
+// Iterated local search with a random space-filling start, a feasibility model and restarts;
+// with a non-empty prior, prior-ranked picks interleaved with local steps. See auto.cc.
+std::unique_ptr<SearchStrategy> MakeLocalSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed,
+                                                int64_t budget, const SearchPrior& prior);
+
+// The share of the space SearchPrior's buckets measured (the coverage test of kPrior).
+double PriorCoverage(const SearchSpace& space, const SearchPrior& prior);
+
+}  // namespace blocktune::tuner
