@@ -84,6 +84,8 @@ std::expected<HttpReply, int> Call(const Common& c, const Target& target, const 
 void PrintHuman(const Json& j, int indent = 0);
 // A successful reply: the server's JSON verbatim with --json, PrintHuman otherwise; returns 0.
 int PrintReply(const Common& c, const HttpReply& reply);
+// One line for people: a sweep's efficiency and its largest phases (tuner/breakdown.h).
+void PrintBreakdownLine(const tuner::SweepBreakdown& b);
 
 // Registers sweep, sweeps, lookup, kernels, hardware, tuned, misses, override, tables download, backup,
 // health and metrics. Returns the exit code of the command that parsed, or -1 if none did.
@@ -94,5 +96,8 @@ std::function<int()> RegisterResultsCommands(CLI::App& app, Common& common);
 // Registers `import kerneltuner|t4|clblast FILE` and `export kerneltuner|t4|csv` (client/import_commands.cc);
 // the returned function gives -1 if none of them parsed.
 std::function<int()> RegisterImportCommands(CLI::App& app, Common& common);
+
+// Registers `adapt` (client/adapt_command.cc); same convention.
+std::function<int()> RegisterAdaptCommand(CLI::App& app, Common& common);
 
 }  // namespace blocktune::client

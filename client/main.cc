@@ -56,6 +56,7 @@ int main(int argc, char** argv) {
   auto import_commands = client::RegisterImportCommands(app, common);
   auto bench_commands = client::RegisterBenchCommands(app, common);
   auto simulate_commands = client::RegisterSimulateCommands(app, common);
+  auto adapt_command = client::RegisterAdaptCommand(app, common);
 
   try {
     app.parse(argc, argv);
@@ -77,5 +78,6 @@ int main(int argc, char** argv) {
   if (const int rc = tables_commands(); rc >= 0) return rc;
   if (const int rc = bench_commands(); rc >= 0) return rc;
   if (const int rc = simulate_commands(); rc >= 0) return rc;
+  if (const int rc = adapt_command(); rc >= 0) return rc;
   return kExitUsage;
 }

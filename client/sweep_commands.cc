@@ -63,6 +63,7 @@ int Finish(const Common& c, const Json& body, const wire::SweepStatusView& st, b
   } else {
     std::printf("sweep %lld %s: %lld measurements\n", static_cast<long long>(st.id), st.status.c_str(),
                 static_cast<long long>(st.done));
+    if (st.breakdown) PrintBreakdownLine(*st.breakdown);
   }
   if (st.status != "done") {
     return Fail(kExitFailed, "sweep " + std::to_string(st.id) + " " + st.status + (st.error.empty() ? "" : ": " + st.error));

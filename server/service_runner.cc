@@ -78,7 +78,21 @@ void Service::RunTask(const store::TaskRecord& task) {
                task.attempts);
   current_sweep_ = task.sweep_id;
   cancel_current_ = false;
-  store::TaskSink sink(*store_, task, [this] { return cancel_current_.load() || stop_now_.load(); });
+  // The decision round also faces what a lookup serves this host now (the checked-in table
+  // under the database's rows, any fallback level, an override): a new row must beat it.
+  const std::string hw_key = hw.Key();
+  auto served = [this, spec, hw_key](const std::string&, const Problem& problem) -> Result<std::optional<Config>> {
+    const auto index = Index();
+    tuner::LookupQuery q;
+    q.dtype = problem.dtype;
+    q.dims = problem.dims;
+    q.hardware_key = hw_key;
+    auto answer = tuner::Lookup(*spec, *index, q, tuner::UtcNow());
+    if (!answer) return std::unexpected(answer.error());
+    if (answer->source == tables::Source::kDefault) return std::optional<Config>();
+    return std::optional<Config>(answer->config);
+  };
+  store::TaskSink sink(*store_, task, [this] { return cancel_current_.load() || stop_now_.load(); }, served);
   auto winners = tuner::RunSweep(request, task.sweep_id, *spec, hw, sink, options_.sweep);
   current_sweep_ = 0;
   if (stop_now_) {

@@ -68,8 +68,11 @@ struct SweepStatusView {
   std::string error;
   std::string created_at;
   int64_t buckets = 0;
+  std::optional<tuner::SweepBreakdown> breakdown;  // once a task has run
 };
 Result<SweepStatusView> DecodeSweepStatus(const Json& j);
+// A sweep's time breakdown with its efficiency (the Breakdown schema).
+Json EncodeBreakdown(const tuner::SweepBreakdown& b);
 // {"sweeps": [...], "next_after_id"}
 Result<std::vector<SweepStatusView>> DecodeSweepList(const Json& j);
 // {"created": true} for a new sweep, false for an idempotent replay

@@ -1,6 +1,8 @@
 // MeasurementsTable and its SQL; see measurements_table.h.
 #include "store/measurements_table.h"
 
+#include <map>
+
 #include "store/rows.h"
 #include "store/tasks_table.h"
 
@@ -39,6 +41,17 @@ constexpr char kSelectPriorSql[] =
     "o.bucket_version = s.bucket_version) OR "
     "(sweep_id = ?1 AND bucket IN (SELECT bucket FROM sweep_tasks WHERE sweep_id = ?1 AND ordinal < ?2))) "
     "ORDER BY id";
+
+// The cross-profile prior of sweep ?1 (ListOtherProfiles): earlier sweeps of its kernel, dtype
+// and bucket version under another hardware key, with the key, then their passing measurements.
+constexpr char kSelectOtherProfileSweepsSql[] =
+    "SELECT o.id, h.hardware_key FROM sweeps o JOIN sweeps s ON s.id = ?1 "
+    "JOIN hardware_profiles h ON h.id = o.hardware_id WHERE o.id < s.id AND o.kernel = s.kernel AND "
+    "o.dtype = s.dtype AND o.hardware_id != s.hardware_id AND o.bucket_version = s.bucket_version ORDER BY o.id";
+constexpr char kSelectOtherProfilesSql[] =
+    "WHERE outcome = 'ok' AND median_ns > 0 AND sweep_id IN (SELECT o.id FROM sweeps o JOIN sweeps s ON s.id = ?1 "
+    "WHERE o.id < s.id AND o.kernel = s.kernel AND o.dtype = s.dtype AND o.hardware_id != s.hardware_id AND "
+    "o.bucket_version = s.bucket_version) ORDER BY id";
 
 Result<tuner::Measurement> ReadMeasurement(const Statement& st) {
   tuner::Measurement m;
@@ -166,6 +179,34 @@ Result<std::vector<tuner::Measurement>> MeasurementsTable::ListPrior(int64_t swe
   if (!st) return std::unexpected(st.error());
   st->Bind(1, sweep_id).Bind(2, int64_t{before_ordinal});
   return ReadRows(*st, ReadMeasurement);
+}
+
+Result<std::vector<tuner::ProfileMeasurement>> MeasurementsTable::ListOtherProfiles(int64_t sweep_id) {
+  auto lock = db_.Lock();
+  auto keys_st = db_.conn().Prepare(kSelectOtherProfileSweepsSql);
+  if (!keys_st) return std::unexpected(keys_st.error());
+  keys_st->Bind(1, sweep_id);
+  std::map<int64_t, std::string> key_of;
+  while (true) {
+    auto row = keys_st->Step();
+    if (!row) return std::unexpected(row.error());
+    if (!*row) break;
+    key_of[keys_st->Int(0)] = keys_st->Text(1);
+  }
+  std::vector<tuner::ProfileMeasurement> out;
+  if (key_of.empty()) return out;
+  auto st = db_.conn().Prepare(std::string(kMeasurementColumns) + kSelectOtherProfilesSql);
+  if (!st) return std::unexpected(st.error());
+  st->Bind(1, sweep_id);
+  auto rows = ReadRows(*st, ReadMeasurement);
+  if (!rows) return std::unexpected(rows.error());
+  out.reserve(rows->size());
+  for (tuner::Measurement& m : *rows) {
+    auto it = key_of.find(m.sweep_id);
+    if (it == key_of.end()) continue;
+    out.push_back(tuner::ProfileMeasurement{it->second, std::move(m)});
+  }
+  return out;
 }
 
 }  // namespace blocktune::store

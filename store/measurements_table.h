@@ -10,6 +10,7 @@
 #include "kernels/core/result.h"
 #include "store/database.h"
 #include "tuner/measurement.h"
+#include "tuner/search/profile_prior.h"
 
 namespace blocktune::store {
 
@@ -30,6 +31,10 @@ class MeasurementsTable {
   // with this sweep's kernel, dtype, hardware, threads and bucket version, and of this sweep's
   // tasks with an ordinal below `before_ordinal` (0: none of them).
   Result<std::vector<tuner::Measurement>> ListPrior(int64_t sweep_id, int before_ordinal = 0);
+  // The cross-profile prior of a sweep: passing measurements (no samples) of earlier sweeps
+  // with this sweep's kernel, dtype and bucket version under any other hardware key, with
+  // that key. Earlier sweeps only, so it does not change while this one runs or resumes.
+  Result<std::vector<tuner::ProfileMeasurement>> ListOtherProfiles(int64_t sweep_id);
 
  private:
   Database& db_;

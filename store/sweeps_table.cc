@@ -24,8 +24,30 @@ constexpr char kSweepColumns[] =
     "s.progress_done, s.progress_total, s.error, s.created_at, COALESCE(s.started_at, ''), "
     "COALESCE(s.finished_at, ''), h.hardware_key, s.budget_seconds, s.env_load_average, s.env_affinity, "
     "s.env_governor, s.env_compiler, s.env_build_flags, s.tool_version, s.uid, s.host, s.shard_index, "
-    "s.shard_count, s.imported, s.bucket_version "
-    "FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id ";
+    "s.shard_count, s.imported, s.bucket_version, b.sweep_id IS NOT NULL, b.wall_s, b.timed_s, b.calibrate_s, "
+    "b.retry_s, b.verify_s, b.reference_s, b.setup_s, b.spawn_s, b.transport_s, b.lost_s, b.store_s, b.search_s, "
+    "b.decision_s, b.measured, b.spawns, b.retries "
+    "FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id "
+    "LEFT JOIN sweep_breakdowns b ON b.sweep_id = s.id ";
+constexpr char kSetPriorProfileSql[] =
+    "INSERT INTO sweep_prior_profiles (sweep_id, hardware_key, correlation, shared, log_weight) VALUES (?, ?, ?, ?, ?) "
+    "ON CONFLICT (sweep_id, hardware_key) DO UPDATE SET correlation = excluded.correlation, shared = excluded.shared, "
+    "log_weight = excluded.log_weight";
+constexpr char kSelectPriorProfilesSql[] =
+    "SELECT hardware_key, correlation, shared, log_weight FROM sweep_prior_profiles WHERE sweep_id = ? "
+    "ORDER BY hardware_key";
+constexpr char kAddBreakdownSql[] =
+    "INSERT INTO sweep_breakdowns (sweep_id, wall_s, timed_s, calibrate_s, retry_s, verify_s, reference_s, setup_s, "
+    "spawn_s, transport_s, lost_s, store_s, search_s, decision_s, measured, spawns, retries) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
+    "ON CONFLICT (sweep_id) DO UPDATE SET wall_s = wall_s + excluded.wall_s, timed_s = timed_s + excluded.timed_s, "
+    "calibrate_s = calibrate_s + excluded.calibrate_s, retry_s = retry_s + excluded.retry_s, "
+    "verify_s = verify_s + excluded.verify_s, reference_s = reference_s + excluded.reference_s, "
+    "setup_s = setup_s + excluded.setup_s, spawn_s = spawn_s + excluded.spawn_s, "
+    "transport_s = transport_s + excluded.transport_s, lost_s = lost_s + excluded.lost_s, "
+    "store_s = store_s + excluded.store_s, search_s = search_s + excluded.search_s, "
+    "decision_s = decision_s + excluded.decision_s, measured = measured + excluded.measured, "
+    "spawns = spawns + excluded.spawns, retries = retries + excluded.retries";
 constexpr char kSelectSweepSql[] = "WHERE s.id = ?";
 constexpr char kSelectSweepsSql[] = "WHERE (? = '' OR s.status = ?) ORDER BY s.id LIMIT ?";
 constexpr char kSelectSweepPageSql[] = "WHERE (? = '' OR s.status = ?) AND s.id > ? ORDER BY s.id LIMIT ?";
@@ -127,6 +149,26 @@ Result<SweepRecord> ReadSweep(const Statement& st) {
   r.request.shard_count = static_cast<int>(st.Int(26));
   r.imported = st.Int(27) != 0;
   r.bucket_version = static_cast<int>(st.Int(28));
+  if (st.Int(29) != 0) {
+    tuner::SweepBreakdown b;
+    b.wall_s = st.Double(30);
+    b.eval.timed_s = st.Double(31);
+    b.eval.calibrate_s = st.Double(32);
+    b.eval.retry_s = st.Double(33);
+    b.eval.verify_s = st.Double(34);
+    b.eval.reference_s = st.Double(35);
+    b.eval.setup_s = st.Double(36);
+    b.eval.spawn_s = st.Double(37);
+    b.eval.transport_s = st.Double(38);
+    b.eval.lost_s = st.Double(39);
+    b.store_s = st.Double(40);
+    b.search_s = st.Double(41);
+    b.decision_s = st.Double(42);
+    b.measured = st.Int(43);
+    b.eval.spawns = st.Int(44);
+    b.eval.retries = st.Int(45);
+    r.breakdown = b;
+  }
   return r;
 }
 
@@ -217,7 +259,19 @@ Result<SweepRecord> SweepsTable::Get(int64_t id) {
   auto row = st->Step();
   if (!row) return std::unexpected(row.error());
   if (!*row) return NotFound("no sweep with id " + std::to_string(id), "id");
-  return ReadSweep(*st);
+  auto sweep = ReadSweep(*st);
+  if (!sweep) return sweep;
+  auto pp = db_.conn().Prepare(kSelectPriorProfilesSql);
+  if (!pp) return std::unexpected(pp.error());
+  pp->Bind(1, id);
+  while (true) {
+    auto r = pp->Step();
+    if (!r) return std::unexpected(r.error());
+    if (!*r) break;
+    sweep->prior_profiles.push_back(
+        tuner::ProfileSimilarity{pp->Text(0), pp->Double(1), pp->Int(2), pp->Double(3)});
+  }
+  return sweep;
 }
 
 Result<std::vector<SweepRecord>> SweepsTable::List(std::optional<SweepStatus> status, int64_t limit) {
@@ -264,6 +318,31 @@ Status SweepsTable::SetEnvironment(int64_t id, const tuner::SweepEnvironment& en
   st->Bind(1, env.load_average).Bind(2, env.affinity).Bind(3, env.governor).Bind(4, env.compiler);
   st->Bind(5, env.build_flags).Bind(6, id);
   return st->Run();
+}
+
+Status SweepsTable::AddBreakdown(int64_t id, const tuner::SweepBreakdown& b) {
+  auto lock = db_.Lock();
+  auto st = db_.conn().Prepare(kAddBreakdownSql);
+  if (!st) return std::unexpected(st.error());
+  const tuner::EvalCosts& e = b.eval;
+  st->Bind(1, id).Bind(2, b.wall_s).Bind(3, e.timed_s).Bind(4, e.calibrate_s).Bind(5, e.retry_s).Bind(6, e.verify_s);
+  st->Bind(7, e.reference_s).Bind(8, e.setup_s).Bind(9, e.spawn_s).Bind(10, e.transport_s).Bind(11, e.lost_s);
+  st->Bind(12, b.store_s).Bind(13, b.search_s).Bind(14, b.decision_s).Bind(15, b.measured).Bind(16, e.spawns);
+  st->Bind(17, e.retries);
+  return st->Run();
+}
+
+Status SweepsTable::SetPriorProfiles(int64_t id, const std::vector<tuner::ProfileSimilarity>& profiles) {
+  auto lock = db_.Lock();
+  return db_.InTransaction([&]() -> Status {
+    for (const tuner::ProfileSimilarity& p : profiles) {
+      auto st = db_.conn().Prepare(kSetPriorProfileSql);
+      if (!st) return std::unexpected(st.error());
+      st->Bind(1, id).Bind(2, p.hardware_key).Bind(3, p.correlation).Bind(4, p.shared).Bind(5, p.log_weight);
+      if (auto r = st->Run(); !r) return r;
+    }
+    return {};
+  });
 }
 
 Result<SweepRecord> SweepsTable::Cancel(int64_t id) {

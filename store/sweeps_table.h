@@ -49,6 +49,11 @@ struct SweepRecord {
   std::string host;
   int bucket_version = 0;
   bool imported = false;
+  // Where its wall time went (migration 0014), summed over its tasks and runs; none until a
+  // task of it has run here (and never for an imported sweep).
+  std::optional<tuner::SweepBreakdown> breakdown;
+  // Other hardware profiles its transfer searches drew on (migration 0014); filled by Get only.
+  std::vector<tuner::ProfileSimilarity> prior_profiles;
 };
 
 struct CreatedSweep {
@@ -92,6 +97,10 @@ class SweepsTable {
   // Queued or running sweep -> cancelled with its unfinished tasks. failed_precondition if the
   // sweep already finished, not_found if there is none.
   Result<SweepRecord> Cancel(int64_t id);
+  // Adds one RunSweep call's breakdown to the sweep's (creating it on the first).
+  Status AddBreakdown(int64_t id, const tuner::SweepBreakdown& b);
+  // Records (replacing per key) the other profiles a bucket's search drew on.
+  Status SetPriorProfiles(int64_t id, const std::vector<tuner::ProfileSimilarity>& profiles);
   // Committed and planned measurements, per outcome, tasks done, and the pace.
   Result<SweepProgress> Progress(int64_t id);
 

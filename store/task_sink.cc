@@ -23,6 +23,18 @@ Status TaskSink::RecordEnvironment(const tuner::SweepEnvironment& environment) {
 
 Status TaskSink::RecordFinalRound(const tuner::FinalRound& round) { return store_.decisions().Record(round); }
 
+Status TaskSink::RecordBreakdown(const tuner::SweepBreakdown& breakdown) {
+  return store_.sweeps().AddBreakdown(task_.sweep_id, breakdown);
+}
+
+Result<std::vector<tuner::ProfileMeasurement>> TaskSink::ProfileMeasurements() {
+  return store_.measurements().ListOtherProfiles(task_.sweep_id);
+}
+
+Status TaskSink::RecordPriorProfiles(const std::vector<tuner::ProfileSimilarity>& profiles) {
+  return store_.sweeps().SetPriorProfiles(task_.sweep_id, profiles);
+}
+
 Result<std::vector<tuner::Measurement>> TaskSink::PriorMeasurements() {
   return store_.measurements().ListPrior(task_.sweep_id, task_.ordinal);
 }

@@ -15,9 +15,14 @@ namespace blocktune::store {
 
 class TaskSink : public tuner::SweepSink {
  public:
-  // `cancelled`, if given, is polled by the engine between configs.
-  TaskSink(Store& store, TaskRecord task, std::function<bool()> cancelled = {})
-      : store_(store), task_(std::move(task)), cancelled_(std::move(cancelled)) {}
+  // What a lookup serves the host for a bucket (its representative problem) now; the daemon
+  // answers through its resolver (server/service.cc).
+  using ServedFn = std::function<Result<std::optional<Config>>(const std::string& bucket, const Problem& problem)>;
+
+  // `cancelled`, if given, is polled by the engine between configs; `served`, if given, names
+  // the config the decision round must also beat.
+  TaskSink(Store& store, TaskRecord task, std::function<bool()> cancelled = {}, ServedFn served = {})
+      : store_(store), task_(std::move(task)), cancelled_(std::move(cancelled)), served_(std::move(served)) {}
 
   Result<std::vector<tuner::Measurement>> Existing(const std::string& bucket) override;
   // Commits the measurement and the engine's planned total for the task (`done` is implied
@@ -31,11 +36,20 @@ class TaskSink : public tuner::SweepSink {
   Status RecordFinalRound(const tuner::FinalRound& round) override;
   // The transfer prior: earlier sweeps' and this sweep's earlier tasks' passing measurements.
   Result<std::vector<tuner::Measurement>> PriorMeasurements() override;
+  Result<std::optional<Config>> Served(const std::string& bucket, const Problem& problem) override {
+    return served_ ? served_(bucket, problem) : std::optional<Config>();
+  }
+  // Added to the sweep's row (sweeps_table.h AddBreakdown).
+  Status RecordBreakdown(const tuner::SweepBreakdown& breakdown) override;
+  // Earlier sweeps of this kernel and dtype under other hardware keys.
+  Result<std::vector<tuner::ProfileMeasurement>> ProfileMeasurements() override;
+  Status RecordPriorProfiles(const std::vector<tuner::ProfileSimilarity>& profiles) override;
 
  private:
   Store& store_;
   TaskRecord task_;
   std::function<bool()> cancelled_;
+  ServedFn served_;
 };
 
 }  // namespace blocktune::store

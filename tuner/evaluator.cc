@@ -2,6 +2,8 @@
 // rotating input sets, re-timed while too noisy, and checked against the physical floor.
 #include "tuner/evaluator.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -13,6 +15,10 @@
 namespace blocktune::tuner {
 namespace {
 
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 // Reference outputs for verification problems, reused across configs that share a problem
 // (many configs differ only in a block size the verification shape does not depend on).
 class ReferenceCache {
@@ -22,10 +28,13 @@ class ReferenceCache {
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second.get();
     if (cache_.size() >= 16) cache_.clear();  // verification problems are small; 16 bounds memory
+    const auto start = std::chrono::steady_clock::now();
     auto inst = spec.MakeInstance(p, /*seed=*/0x5eed);
     inst->RunReference();
+    reference_s += SecondsSince(start);
     return (cache_[key] = std::move(inst)).get();
   }
+  double reference_s = 0;  // spent computing references (the misses), for the breakdown
   // Drops an instance whose inputs a kernel modified: its reference no longer matches them.
   void Evict(const KernelSpec& spec, const Problem& p) { cache_.erase(std::string(spec.name()) + "|" + p.ToString()); }
 
@@ -39,8 +48,8 @@ std::string Describe(const VerifyReport& r) {
          " max_err_over_tolerance=" + std::to_string(r.max_rel_err);
 }
 
-bool VerifyWith(ReferenceCache& cache, const KernelSpec& spec, const Config& config, const Problem& bucket_problem,
-                int threads, Measurement& m) {
+bool VerifyChecked(ReferenceCache& cache, const KernelSpec& spec, const Config& config,
+                   const Problem& bucket_problem, int threads, Measurement& m) {
   const Problem problem = spec.VerificationProblem(config, bucket_problem);
   KernelInstance* inst = cache.Get(spec, problem);
   inst->PoisonOutputs();
@@ -63,6 +72,21 @@ bool VerifyWith(ReferenceCache& cache, const KernelSpec& spec, const Config& con
   m.outcome = r.non_finite > 0 ? Outcome::kNan : Outcome::kWrongResult;
   m.detail = "verification failed: " + Describe(r);
   return false;
+}
+
+// VerifyChecked, with its time added to `costs` (the reference computations it triggered to
+// reference_s, the rest to verify_s).
+bool VerifyWith(ReferenceCache& cache, const KernelSpec& spec, const Config& config, const Problem& bucket_problem,
+                int threads, Measurement& m, EvalCosts* costs = nullptr) {
+  const auto start = std::chrono::steady_clock::now();
+  const double reference_before = cache.reference_s;
+  const bool ok = VerifyChecked(cache, spec, config, bucket_problem, threads, m);
+  if (costs != nullptr) {
+    const double reference = cache.reference_s - reference_before;
+    costs->reference_s += reference;
+    costs->verify_s += SecondsSince(start) - reference;
+  }
+  return ok;
 }
 
 void FillTiming(const Result<TimingResult>& t, Measurement& m) {
@@ -113,6 +137,7 @@ RunnerMeasurer* Runners(std::unique_ptr<RunnerMeasurer>& slot, Measurement* m) {
 }  // namespace
 
 struct InProcessEvaluator::Cache {
+  EvalCosts costs;
   std::unique_ptr<RunnerMeasurer> runners;
   ReferenceCache references;
   std::string timed_key;  // kernel|problem|seed|sets of `timed`
@@ -126,10 +151,12 @@ struct InProcessEvaluator::Cache {
     const std::string key = std::string(r.spec->name()) + "|" + r.problem.ToString() + "|" + std::to_string(r.seed) +
                             "|" + std::to_string(sets);
     if (timed.sets.empty() || key != timed_key) {
+      const auto start = std::chrono::steady_clock::now();
       timed.sets.clear();  // free the previous bucket's buffers before allocating the next
       timed.next = 0;
       for (int i = 0; i < sets; ++i) timed.sets.push_back(r.spec->MakeInstance(r.problem, r.seed + uint64_t(i)));
       timed_key = key;
+      costs.setup_s += SecondsSince(start);
     }
     return timed;
   }
@@ -137,17 +164,53 @@ struct InProcessEvaluator::Cache {
 
 namespace {
 
-// Times with retries while the CV exceeds the limit; keeps the quietest attempt.
-Result<TimingResult> TimeStable(Rotation& rot, const Config& config, const EvalRequest& r, int& attempts) {
+// Times the config; while the kept repetitions spread more than the limit, times more of them
+// one at a time and keeps the quietest window of `repetitions` consecutive ones, up to
+// `max_retries` attempts' worth of extra repetitions. A window of consecutive repetitions at a
+// fixed iteration count is what a fresh attempt would be, so this keeps the old rule (the
+// quietest attempt; interference only adds time and spread) at a fraction of its cost: one
+// preempted stretch used to cost a whole attempt (5 x 20 ms plus a warm-up and growth), and is
+// usually over after a repetition or two. `attempts` counts attempts' worth of repetitions.
+Result<TimingResult> TimeStable(Rotation& rot, const Config& config, const EvalRequest& r, int& attempts,
+                                EvalCosts& costs) {
   const auto run = [&] { return rot.Run(config, r.threads); };
   auto t = TimeRepeated(run, r.timing);
   attempts = 1;
-  while (t && RobustCv(t->samples_ns) > r.timing.max_cv && attempts <= r.timing.max_retries) {
-    auto again = TimeRepeated(run, r.timing);
-    ++attempts;
-    if (!again) return again;
-    if (RobustCv(again->samples_ns) < RobustCv(t->samples_ns)) t = std::move(again);
+  if (!t) return t;
+  costs.calibrate_s += t->calibrate_ns * 1e-9;
+  const size_t window = t->samples_ns.size();
+  std::vector<double> all = t->samples_ns;
+  size_t best = 0;  // start of the quietest window so far
+  double best_cv = RobustCv(t->samples_ns);
+  const int64_t extra_max = static_cast<int64_t>(std::max(r.timing.max_retries, 0)) * static_cast<int64_t>(window);
+  int64_t extra = 0;
+  while (window > 0 && best_cv > r.timing.max_cv && extra < extra_max) {
+    auto one = TimeFixed(run, t->iterations);
+    if (!one) return std::unexpected(one.error());
+    all.push_back(*one);
+    ++extra;
+    const size_t start = all.size() - window;
+    const double cv = RobustCv(std::vector<double>(all.begin() + static_cast<std::ptrdiff_t>(start), all.end()));
+    if (cv < best_cv) {
+      best_cv = cv;
+      best = start;
+    }
   }
+  if (extra > 0) {
+    attempts = 1 + static_cast<int>((extra + static_cast<int64_t>(window) - 1) / static_cast<int64_t>(window));
+    costs.retries += extra;
+    t->samples_ns.assign(all.begin() + static_cast<std::ptrdiff_t>(best),
+                         all.begin() + static_cast<std::ptrdiff_t>(best + window));
+    t->median_ns = Median(t->samples_ns);
+    t->cv = CoefficientOfVariation(t->samples_ns);
+    double kept = 0, total = 0;
+    for (double ns : t->samples_ns) kept += ns;
+    for (double ns : all) total += ns;
+    const double per_rep = static_cast<double>(t->iterations) * 1e-9;
+    t->timed_ns = kept * static_cast<double>(t->iterations);
+    costs.retry_s += (total - kept) * per_rep;
+  }
+  costs.timed_s += t->timed_ns * 1e-9;
   return t;
 }
 
@@ -167,8 +230,10 @@ void JudgeTiming(const EvalRequest& r, int attempts, Measurement& m) {
     }
   }
   if (const double spread = RobustCv(m.samples_ns); spread > r.timing.max_cv) {
-    std::snprintf(buf, sizeof buf, "robust cv %.3f (cv %.3f) above %.3f after %d timing attempts", spread, m.cv,
-                  r.timing.max_cv, attempts);
+    std::snprintf(buf, sizeof buf,
+                  "robust cv %.3f (cv %.3f) above %.3f after %d timing attempts (quietest window of %zu consecutive "
+                  "repetitions kept)",
+                  spread, m.cv, r.timing.max_cv, attempts, m.samples_ns.size());
     m.outcome = Outcome::kUnstable;
     m.detail = buf;
   }
@@ -190,19 +255,31 @@ void InProcessEvaluator::Measure(const EvalRequest& request, const Config& confi
   }
   if (request.spec->runner() != nullptr) {
     if (RunnerMeasurer* r = Runners(cache_->runners, &m)) r->Measure(request, config, m);
+    // A runner's phases are its own; what its samples add up to is what was timed.
+    for (double ns : m.samples_ns) cache_->costs.timed_s += ns * static_cast<double>(m.iterations) * 1e-9;
     return;
   }
-  if (!VerifyWith(cache_->references, *request.spec, config, request.problem, request.threads, m)) return;
+  if (!VerifyWith(cache_->references, *request.spec, config, request.problem, request.threads, m, &cache_->costs)) {
+    return;
+  }
   Rotation& rot = cache_->Timed(request);
   int attempts = 0;
-  FillTiming(TimeStable(rot, config, request, attempts), m);
+  FillTiming(TimeStable(rot, config, request, attempts, cache_->costs), m);
   JudgeTiming(request, attempts, m);
 }
+
+EvalCosts InProcessEvaluator::costs() const { return cache_->costs; }
 
 std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalRequest& request,
                                                                 const std::vector<Config>& configs) {
   if (request.spec->runner() != nullptr) {
-    if (RunnerMeasurer* r = Runners(cache_->runners, nullptr)) return r->MeasureInterleaved(request, configs);
+    if (RunnerMeasurer* r = Runners(cache_->runners, nullptr)) {
+      auto out = r->MeasureInterleaved(request, configs);
+      for (const Measurement& m : out) {
+        for (double ns : m.samples_ns) cache_->costs.timed_s += ns * static_cast<double>(m.iterations) * 1e-9;
+      }
+      return out;
+    }
     std::vector<Measurement> out(configs.size());
     for (Measurement& m : out) Runners(cache_->runners, &m);
     return out;
@@ -220,6 +297,7 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
       FillTiming(t, out[i]);
       continue;
     }
+    cache_->costs.calibrate_s += t->calibrate_ns * 1e-9;
     iterations[i] = t->iterations;
     out[i].outcome = Outcome::kOk;
     out[i].iterations = t->iterations;
@@ -233,6 +311,7 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
         continue;
       }
       out[i].samples_ns.push_back(*t);
+      cache_->costs.timed_s += *t * static_cast<double>(iterations[i]) * 1e-9;
     }
   }
   for (Measurement& m : out) {

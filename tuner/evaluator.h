@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/core/kernel_spec.h"
+#include "tuner/breakdown.h"
 #include "tuner/measurement.h"
 #include "tuner/timing/timing.h"
 
@@ -43,6 +44,9 @@ class Evaluator {
   // with outcome and timing fields filled.
   virtual std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
                                                       const std::vector<Config>& configs) = 0;
+  // Seconds spent so far by phase (breakdown.h), for the sweep's breakdown; an evaluator that
+  // does not count reports zeros and its time shows up as the sweep's `other`.
+  virtual EvalCosts costs() const { return {}; }
 };
 
 // External kernels (KernelSpec::runner() set: declared in a spec file, external/spec.h) are not
@@ -71,6 +75,7 @@ class InProcessEvaluator : public Evaluator {
   void Measure(const EvalRequest& request, const Config& config, Measurement& m) override;
   std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
                                               const std::vector<Config>& configs) override;
+  EvalCosts costs() const override;
 
  private:
   struct Cache;

@@ -31,6 +31,48 @@ bool PlansStatically(Strategy s) { return s == Strategy::kExhaustive || s == Str
 // covers half the space).
 bool UsesPrior(Strategy s) { return s == Strategy::kTransfer || s == Strategy::kAuto; }
 
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// Adds the wall time of a scope to a phase of the breakdown.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(double& slot) : slot_(slot), start_(Clock::now()) {}
+  ~PhaseTimer() { slot_ += SecondsSince(start_); }
+  PhaseTimer(const PhaseTimer&) = delete;
+  PhaseTimer& operator=(const PhaseTimer&) = delete;
+
+ private:
+  double& slot_;
+  Clock::time_point start_;
+};
+
+// Hands the sink the breakdown of one RunSweep call however it returns (done, cancelled,
+// failed): the evaluator's phases since the start, the wall clock, and what the engine timed.
+class BreakdownReport {
+ public:
+  BreakdownReport(SweepSink& sink, const Evaluator& evaluator)
+      : sink_(sink), evaluator_(evaluator), start_(Clock::now()), costs_at_start_(evaluator.costs()) {}
+  ~BreakdownReport() {
+    breakdown.wall_s = SecondsSince(start_);
+    breakdown.eval = evaluator_.costs() - costs_at_start_;
+    if (auto s = sink_.RecordBreakdown(breakdown); !s) {
+      spdlog::warn("recording the sweep's time breakdown failed error=\"{}\"", s.error().ToString());
+    }
+  }
+  BreakdownReport(const BreakdownReport&) = delete;
+  BreakdownReport& operator=(const BreakdownReport&) = delete;
+
+  SweepBreakdown breakdown;
+
+ private:
+  SweepSink& sink_;
+  const Evaluator& evaluator_;
+  Clock::time_point start_;
+  EvalCosts costs_at_start_;
+};
+
 }  // namespace
 
 bool InShard(const std::string& bucket, size_t item, int shard_index, int shard_count) {
@@ -150,20 +192,32 @@ const Measurement* SelectWinner(const std::vector<Measurement>& measurements) {
 
 Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sweep_id, const KernelSpec& spec,
                                          const HardwareProfile& hw, SweepSink& sink, const SweepOptions& options) {
-  auto plans = PlanSweep(request, spec, hw);
+  InProcessEvaluator in_process;
+  Evaluator& evaluator = options.evaluator != nullptr ? *options.evaluator : in_process;
+  BreakdownReport report(sink, evaluator);
+  SweepBreakdown& bd = report.breakdown;
+
+  Result<std::vector<BucketPlan>> plans;
+  {
+    PhaseTimer t(bd.search_s);
+    plans = PlanSweep(request, spec, hw);
+  }
   if (!plans) return std::unexpected(plans.error());
 
   int64_t total = PlannedTotal(*plans);
   int64_t done = 0;
 
-  InProcessEvaluator in_process;
-  Evaluator& evaluator = options.evaluator != nullptr ? *options.evaluator : in_process;
-  if (auto s = sink.RecordEnvironment(CaptureEnvironment(options.tool_version)); !s) return std::unexpected(s.error());
+  const SweepEnvironment environment = CaptureEnvironment(options.tool_version);
+  {
+    PhaseTimer t(bd.store_s);
+    if (auto s = sink.RecordEnvironment(environment); !s) return std::unexpected(s.error());
+  }
 
   // The transfer strategy's prior: the sink's stored landscapes, one PriorBucket per bucket,
   // and each bucket of this run once its search is done.
   std::map<std::string, std::pair<Problem, std::vector<std::pair<Config, double>>>> prior_medians;
   std::map<std::string, PriorBucket> prior_buckets;
+  std::vector<ProfileMeasurement> other_profiles;  // the cross-profile prior, loaded once
   const auto add_to_prior = [&](const Measurement& m) {
     auto& [problem, medians] = prior_medians[m.bucket];
     problem = m.problem;
@@ -176,8 +230,20 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     prior_buckets.insert_or_assign(bucket, std::move(pb));
   };
   if (UsesPrior(request.strategy)) {
-    auto prior = sink.PriorMeasurements();
+    Result<std::vector<Measurement>> prior;
+    {
+      PhaseTimer t(bd.store_s);
+      prior = sink.PriorMeasurements();
+    }
     if (!prior) return std::unexpected(prior.error());
+    Result<std::vector<ProfileMeasurement>> profiles;
+    {
+      PhaseTimer t(bd.store_s);
+      profiles = sink.ProfileMeasurements();
+    }
+    if (!profiles) return std::unexpected(profiles.error());
+    other_profiles = std::move(*profiles);
+    PhaseTimer t(bd.search_s);
     for (const Measurement& m : *prior) add_to_prior(m);
     for (const auto& [bucket, _] : prior_medians) rebuild_prior(bucket);
     spdlog::info("transfer prior kernel={} sweep={} buckets={} measurements={}{}", spec.name(), sweep_id,
@@ -187,7 +253,11 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
 
   std::vector<TunedEntry> winners;
   for (const BucketPlan& plan : *plans) {
-    auto existing = sink.Existing(plan.bucket);
+    Result<std::vector<Measurement>> existing;
+    {
+      PhaseTimer t(bd.store_s);
+      existing = sink.Existing(plan.bucket);
+    }
     if (!existing) return std::unexpected(existing.error());
     std::vector<Measurement> results = std::move(*existing);
     std::map<std::string, size_t> measured;  // config string -> index in results
@@ -195,6 +265,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
 
     auto record = [&](Measurement& m) -> Status {
       ++done;
+      PhaseTimer t(bd.store_s);
       if (auto s = sink.Record(m, done, total); !s) return s;
       measured.emplace(m.config.ToString(), results.size());
       results.push_back(m);
@@ -233,6 +304,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
         Measurement fresh = base(c);
         evaluator.Measure(EvalRequest{&spec, plan.problem, request.threads, request.seed, options.timing, hw.cpu.isa},
                           c, fresh);
+        ++bd.measured;
         if (auto s = record(fresh); !s) return std::unexpected(s.error());
       }
       continue;
@@ -248,6 +320,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       if (auto it = measured.find(c.ToString()); it != measured.end()) return it->second;
       Measurement fresh = base(c);
       evaluator.Measure(eval, c, fresh);
+      ++bd.measured;
       spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", spec.name(),
                     plan.bucket, c.ToString(), OutcomeName(fresh.outcome), fresh.median_ns, fresh.cv);
       if (auto s = record(fresh); !s) return std::unexpected(s.error());
@@ -255,6 +328,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     };
     // A bucket's own earlier landscape is left out, as in simulate: the prior says what this
     // bucket should look like from its neighbours, not what an older kernel measured here.
+    const auto search_setup = Clock::now();
     SearchPrior prior;
     if (UsesPrior(request.strategy)) {
       prior.features = PriorFeatures(spec, plan.problem);
@@ -262,13 +336,41 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
         if (bucket != plan.bucket && !pb.relative_cost.empty()) prior.buckets.push_back(pb);
       }
     }
+    // Other hardware profiles' landscapes, each weighted by how alike this profile's it was
+    // measured to be on the buckets both swept (this bucket's own earlier landscape included).
+    std::vector<ProfileSimilarity> similarity;
+    if (UsesPrior(request.strategy) && !other_profiles.empty()) {
+      std::vector<Measurement> own;
+      for (const auto& [bucket, pm] : prior_medians) {
+        for (const auto& [config, ns] : pm.second) {
+          Measurement m;
+          m.bucket = bucket;
+          m.config = config;
+          m.median_ns = ns;
+          own.push_back(std::move(m));
+        }
+      }
+      similarity = MeasureProfileSimilarity(own, other_profiles);
+      auto extra = ProfilePriorBuckets(spec, other_profiles, similarity);
+      prior.buckets.insert(prior.buckets.end(), std::make_move_iterator(extra.begin()),
+                           std::make_move_iterator(extra.end()));
+    }
     auto search = MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
                              BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
+    bd.search_s += SecondsSince(search_setup);
+    if (!similarity.empty()) {
+      PhaseTimer t(bd.store_s);
+      if (auto s = sink.RecordPriorProfiles(similarity); !s) return std::unexpected(s.error());
+    }
     const auto bucket_start = std::chrono::steady_clock::now();
     int64_t evaluated = 0;
     for (; evaluated < plan.evaluations; ++evaluated) {
       if (sink.Cancelled()) return winners;
-      auto next = search->Ask();
+      std::optional<size_t> next;
+      {
+        PhaseTimer t(bd.search_s);
+        next = search->Ask();
+      }
       if (!next) break;
       const Config& c = space.config(*next);
       if (measured.count(c.ToString())) {
@@ -281,6 +383,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       auto at = measure_once(c);
       if (!at) return std::unexpected(at.error());
       const Measurement& m = results[*at];
+      PhaseTimer t(bd.search_s);
       search->Tell(*next, Observation{m.outcome == Outcome::kOk, m.median_ns});
     }
     total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
@@ -324,8 +427,15 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       return candidates.size() - 1;
     };
 
-    auto incumbent = sink.Incumbent(std::string(spec.name()), hw.Key(), request.dtype, plan.bucket);
+    Result<std::optional<TunedEntry>> incumbent;
+    Result<std::optional<Config>> served;
+    {
+      PhaseTimer t(bd.store_s);
+      incumbent = sink.Incumbent(std::string(spec.name()), hw.Key(), request.dtype, plan.bucket);
+      if (incumbent) served = sink.Served(plan.bucket, plan.problem);
+    }
     if (!incumbent) return std::unexpected(incumbent.error());
+    if (!served) return std::unexpected(served.error());
     std::optional<size_t> incumbent_at;
     // A stale incumbent (measured by another build of the kernel) loses to a fresh row: it gets
     // no incumbent's advantage, the round's winner replaces it.
@@ -347,16 +457,30 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       if (!at) return std::unexpected(at.error());
       default_at = *at;
     }
+    // What a lookup serves the host now (another CPU model's row, say): replacing it with a
+    // row that is not faster beyond the noise would churn the table for nothing.
+    std::optional<size_t> served_at;
+    if (*served && space.Find(**served) && (!*incumbent || (*incumbent)->config != **served) &&
+        **served != spec.DefaultConfig()) {
+      if (sink.Cancelled()) return winners;
+      auto at = join_round(**served);
+      if (!at) return std::unexpected(at.error());
+      served_at = *at;
+    }
 
     FinalRound round;
     round.sweep_id = sweep_id;
     round.bucket = plan.bucket;
     if (incumbent_at) round.incumbent = candidates[*incumbent_at];
+    if (served_at) round.served = candidates[*served_at];
     size_t chosen = 0;  // index into candidates
     std::vector<Measurement> retimed;
     if (candidates.size() > 1) {
       if (sink.Cancelled()) return winners;
-      retimed = evaluator.MeasureInterleaved(eval, candidates);
+      {
+        PhaseTimer t(bd.decision_s);
+        retimed = evaluator.MeasureInterleaved(eval, candidates);
+      }
       bool any = false;
       for (size_t i = 0; i < searched; ++i) {
         if (retimed[i].outcome != Outcome::kOk) continue;
@@ -405,6 +529,26 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       } else if (default_at && chosen == *default_at) {
         round.decision += "; the default is fastest";
       }
+      // Against what the host is served now, last: a new row must beat it beyond the noise as
+      // well, or the served config becomes the host's own row (with this round as evidence).
+      if (served_at && chosen != *served_at && any && retimed[*served_at].outcome == Outcome::kOk &&
+          retimed[chosen].outcome == Outcome::kOk) {
+        const Measurement& ch = retimed[chosen];
+        const Measurement& sv = retimed[*served_at];
+        const double band = NoiseBand(ch, sv, options.min_noise_band);
+        const double gain = 1.0 - ch.median_ns / sv.median_ns;
+        char buf[200];
+        if (gain > band) {
+          std::snprintf(buf, sizeof buf, "; beats the served row by %.1f%%, noise band %.1f%%", 100 * gain, 100 * band);
+          round.decision += buf;
+        } else {
+          std::snprintf(buf, sizeof buf, "; kept served row: %.1f%% %s than it, inside noise band %.1f%%",
+                        100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * band);
+          round.decision += buf;
+          round.noise_band = band;
+          chosen = *served_at;
+        }
+      }
     } else {
       round.decision = incumbent_at ? "kept incumbent: only candidate" : "new: only candidate";
     }
@@ -420,7 +564,10 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       retimed[i].config = candidates[i];
     }
     round.candidates = retimed;
-    if (auto s = sink.RecordFinalRound(round); !s) return std::unexpected(s.error());
+    {
+      PhaseTimer t(bd.store_s);
+      if (auto s = sink.RecordFinalRound(round); !s) return std::unexpected(s.error());
+    }
     spdlog::info("bucket decided kernel={} bucket={} config={} decision=\"{}\"", spec.name(), plan.bucket,
                  round.chosen.ToString(), round.decision);
 

@@ -17,8 +17,10 @@
 #include "blocktune/version.h"
 #include "kernels/core/hardware.h"
 #include "kernels/core/kernel_spec.h"
+#include "tuner/breakdown.h"
 #include "tuner/evaluator.h"
 #include "tuner/measurement.h"
+#include "tuner/search/profile_prior.h"
 #include "tuner/timing/environment.h"
 #include "tuner/timing/timing.h"
 
@@ -31,6 +33,10 @@ struct FinalRound {
   std::string bucket;
   std::vector<Measurement> candidates;  // config, outcome and timing fields; same order as timed
   std::optional<Config> incumbent;      // the tuned config before this sweep, if it took part
+  // What the host was served for the bucket before this sweep when that was neither the
+  // incumbent nor the default (a row of another CPU model or thread count, an override), if it
+  // took part.
+  std::optional<Config> served;
   Config chosen;
   double noise_band = 0;                // relative difference treated as noise
   std::string decision;                 // "new", "replaced incumbent ...", "kept incumbent ..."
@@ -66,6 +72,26 @@ class SweepSink {
   // not change while the sweep runs, or a resumed sweep could choose differently. Default:
   // none (transfer then searches like surrogate until a bucket of this run is finished).
   virtual Result<std::vector<Measurement>> PriorMeasurements() { return std::vector<Measurement>{}; }
+
+  // --- Added with the sweep-efficiency and adapt work. ---
+
+  // The config a lookup serves this host for the bucket now (the daemon's resolver: its rows
+  // over the checked-in table, fallback levels, overrides), if it is neither the incumbent nor
+  // the default. It joins the decision round, and a new row must beat it beyond the noise too.
+  // `problem` is the bucket's representative problem. Default: none.
+  virtual Result<std::optional<Config>> Served(const std::string& /*bucket*/, const Problem& /*problem*/) {
+    return std::optional<Config>();
+  }
+  // Where the wall time of this RunSweep call went; called once as it returns (also when it
+  // stops early), so a sweep of many tasks, or one resumed after a kill, adds its parts up.
+  virtual Status RecordBreakdown(const SweepBreakdown& /*breakdown*/) { return {}; }
+  // The transfer strategy's cross-profile prior (search/profile_prior.h): passing measurements
+  // of this kernel and dtype under other hardware keys, from sweeps finished before this one
+  // (so it does not change while the sweep runs or resumes). Default: none.
+  virtual Result<std::vector<ProfileMeasurement>> ProfileMeasurements() { return std::vector<ProfileMeasurement>{}; }
+  // The other profiles a bucket's search drew on and their measured likeness; called per
+  // bucket that had any (the sweep's record names them).
+  virtual Status RecordPriorProfiles(const std::vector<ProfileSimilarity>& /*profiles*/) { return {}; }
 };
 
 struct SweepOptions {

@@ -181,13 +181,14 @@ async function pageHome(main) {
         h('td', {}, progressBar(d.progress.done, d.progress.total), ' ', d.progress.done + ' / ' + d.progress.total),
         h('td', { class: 'num' }, d.status === 'running' ? fmtEta(d.eta_seconds) : '–'),
         h('td', { class: 'mono' }, Object.entries(by).map(([k, v]) => k + ' ' + v).join(', ') || '–'),
+        h('td', { class: 'num', dataEfficiency: '' }, d.breakdown ? d.breakdown.efficiency.toFixed(2) : '–'),
         h('td', { class: 'mono' }, s.created_at));
     });
     document.getElementById('sweeps').replaceChildren(
       sweeps.length === 0
         ? h('p', { class: 'muted' }, 'No sweeps yet: blocktune sweep KERNEL --shape ...')
         : h('table', { id: 'sweeps-table' },
-          h('tr', {}, ['sweep', 'kernel', 'dtype', 'strategy', 'hardware', 'status', 'progress', 'ETA', 'outcomes', 'created']
+          h('tr', {}, ['sweep', 'kernel', 'dtype', 'strategy', 'hardware', 'status', 'progress', 'ETA', 'outcomes', 'efficiency', 'created']
             .map((t) => h('th', {}, t))),
           rows));
     const running = sweeps.some((s) => s.status === 'running' || s.status === 'queued');
@@ -236,6 +237,17 @@ async function pageHome(main) {
 }
 
 // ---- /ui/sweeps/{id} ------------------------------------------------------------------------
+
+// "efficiency 0.82: 30.1 s timed of 36.7 s wall; calibrate 2.0 s, ..." from the Breakdown
+// schema: every *_s phase except the totals, largest first.
+function breakdownText(b) {
+  if (!b) return '–';
+  const totals = new Set(['wall_s', 'timed_s', 'decision_round_s']);
+  const phases = Object.entries(b).filter(([k, v]) => k.endsWith('_s') && !totals.has(k) && v > 0)
+    .sort((x, y) => y[1] - x[1]).map(([k, v]) => k.slice(0, -2) + ' ' + v.toFixed(1) + ' s');
+  return 'efficiency ' + b.efficiency.toFixed(2) + ': ' + b.timed_s.toFixed(1) + ' s timed of ' + b.wall_s.toFixed(1) +
+    ' s wall' + (phases.length ? '; ' + phases.join(', ') : '') + '; decision rounds ' + b.decision_round_s.toFixed(1) + ' s';
+}
 
 function sortedDistinct(values) {
   return [...new Set(values.filter((v) => v !== null))].sort((a, b) => a - b);
@@ -319,6 +331,7 @@ async function pageSweep(main, id) {
       h('dt', {}, 'outcomes'), h('dd', {}, Object.entries(s.progress.by_outcome).map(([k, v]) => k + ' ' + v).join(', ') || '–'),
       h('dt', {}, 'environment'), h('dd', {}, 'load ' + (env.load_average || '–') + '; CPUs ' + (env.affinity || '–') +
         '; governor ' + (env.governor || '–') + '; ' + env.compiler + ' ' + env.build_flags + '; blocktune ' + env.tool_version),
+      h('dt', {}, 'time'), h('dd', { id: 'sweep-breakdown' }, breakdownText(s.breakdown)),
       h('dt', {}, 'created'), h('dd', {}, s.created_at + (s.finished_at ? ', finished ' + s.finished_at : ''))));
     document.getElementById('buckets').replaceChildren(h('table', { id: 'bucket-table' },
       h('tr', {}, ['bucket', 'status', 'measured', 'passed', 'best config', 'best', 'default', 'speedup', 'chosen']

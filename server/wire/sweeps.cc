@@ -75,6 +75,26 @@ void AddSweepSchemas(Json& s) {
                              {"build_flags", Str()},
                              {"tool_version", Str()}},
                             "where the sweep was measured; empty strings until it starts");
+  s["Breakdown"] = Object(
+      {{"wall_s", Num("the engine's wall clock over the sweep's tasks and runs (a resumed sweep adds each run)")},
+       {"timed_s", Num("timed repetitions that were kept, in the search and the decision rounds")},
+       {"efficiency", Num("timed_s / wall_s: the share of wall time that was measurement")},
+       {"calibrate_s", Num("warm-up calls and iteration-growth batches not kept as repetitions")},
+       {"retry_s", Num("repetitions timed beyond the kept ones because their spread was too wide")},
+       {"verify_s", Num("verification against the reference on the small problem")},
+       {"reference_s", Num("reference outputs computed (once per verification problem per worker)")},
+       {"setup_s", Num("allocating and filling the timed problem's input sets")},
+       {"spawn_s", Num("starting worker processes")},
+       {"transport_s", Num("round trips to the worker minus the worker's own time")},
+       {"lost_s", Num("requests that ended without a verdict (crash, timeout, worker lost)")},
+       {"store_s", Num("the database: reading what is stored, committing measurements and decision rounds")},
+       {"search_s", Num("planning and the search strategy (ask, tell, prior)")},
+       {"other_s", Num("wall time none of the phases above covers")},
+       {"decision_round_s", Num("wall time of the decision rounds (a view: their repetitions are in timed_s)")},
+       {"measured", Int("configs measured (not replayed from an earlier run)")},
+       {"worker_spawns", Int("worker processes started")},
+       {"timing_retries", Int("extra repetitions timed because of the spread")}},
+      "where the sweep's wall time went, by disjoint phase (docs/tuning.md, Sweep efficiency)");
   s["Sweep"] = Extend(stored,
                       {{"id", Int()},
                        {"status", Ref("SweepStatus")},
@@ -85,8 +105,17 @@ void AddSweepSchemas(Json& s) {
                        {"created_at", Str()},
                        {"started_at", Str("empty until started")},
                        {"finished_at", Str("empty until finished")},
-                       {"environment", Ref("Environment")}},
-                      "a sweep; progress has tasks and by_outcome, and eta_seconds is present, on GET /v1/sweeps/{id}");
+                       {"environment", Ref("Environment")},
+                       {"breakdown", Ref("Breakdown"), false},
+                       {"prior_profiles",
+                        Array(Object({{"hardware", Str("the other profile's hardware key")},
+                                      {"correlation", Num("Spearman rank correlation with this profile's landscapes "
+                                                          "over the configs both measured")},
+                                      {"shared_configs", Int("(bucket, config) pairs both measured")},
+                                      {"log_weight", Num("what that made its weight in the transfer prior")}}),
+                              "other hardware profiles a transfer search drew its prior from (GET of one sweep only)"),
+                        false}},
+                      "a sweep; breakdown is present once a task of it has run here; progress has tasks and by_outcome, and eta_seconds is present, on GET /v1/sweeps/{id}");
   s["SweepList"] = Object({{"sweeps", Array(Ref("Sweep"))},
                            {"next_after_id", Nullable(Int("pass as after_id for the next page; null on the last"))}});
   s["Measurement"] = Object({{"id", Int()},
@@ -225,6 +254,28 @@ Json EncodeSweepRequest(const tuner::SweepRequest& r) {
   return j;
 }
 
+Json EncodeBreakdown(const tuner::SweepBreakdown& b) {
+  const tuner::EvalCosts& e = b.eval;
+  return Json{{"wall_s", b.wall_s},
+              {"timed_s", e.timed_s},
+              {"efficiency", b.Efficiency()},
+              {"calibrate_s", e.calibrate_s},
+              {"retry_s", e.retry_s},
+              {"verify_s", e.verify_s},
+              {"reference_s", e.reference_s},
+              {"setup_s", e.setup_s},
+              {"spawn_s", e.spawn_s},
+              {"transport_s", e.transport_s},
+              {"lost_s", e.lost_s},
+              {"store_s", b.store_s},
+              {"search_s", b.search_s},
+              {"other_s", b.OtherS()},
+              {"decision_round_s", b.decision_s},
+              {"measured", b.measured},
+              {"worker_spawns", e.spawns},
+              {"timing_retries", e.retries}};
+}
+
 Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress, double eta_seconds) {
   Json j = EncodeSweepRequest(s.request);
   j["id"] = s.id;
@@ -250,6 +301,15 @@ Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progre
   const tuner::SweepEnvironment& e = s.environment;
   j["environment"] = {{"load_average", e.load_average}, {"affinity", e.affinity}, {"governor", e.governor},
                       {"compiler", e.compiler},         {"build_flags", e.build_flags}, {"tool_version", e.tool_version}};
+  if (s.breakdown) j["breakdown"] = EncodeBreakdown(*s.breakdown);
+  if (!s.prior_profiles.empty()) {
+    Json profiles = Json::array();
+    for (const auto& p : s.prior_profiles) {
+      profiles.push_back({{"hardware", p.hardware_key}, {"correlation", p.correlation}, {"shared_configs", p.shared},
+                          {"log_weight", p.log_weight}});
+    }
+    j["prior_profiles"] = profiles;
+  }
   return j;
 }
 
@@ -273,6 +333,30 @@ Result<SweepStatusView> DecodeSweepStatus(const Json& j) {
   v.id = *id;
   v.status = *status;
   v.kernel = GetString(j, "kernel", "kernel", std::string()).value_or("");
+  if (auto b = j.find("breakdown"); b != j.end() && b->is_object()) {
+    tuner::SweepBreakdown d;
+    const auto num = [&](const char* key) {
+      auto it = b->find(key);
+      return it != b->end() && it->is_number() ? it->get<double>() : 0.0;
+    };
+    d.wall_s = num("wall_s");
+    d.eval.timed_s = num("timed_s");
+    d.eval.calibrate_s = num("calibrate_s");
+    d.eval.retry_s = num("retry_s");
+    d.eval.verify_s = num("verify_s");
+    d.eval.reference_s = num("reference_s");
+    d.eval.setup_s = num("setup_s");
+    d.eval.spawn_s = num("spawn_s");
+    d.eval.transport_s = num("transport_s");
+    d.eval.lost_s = num("lost_s");
+    d.store_s = num("store_s");
+    d.search_s = num("search_s");
+    d.decision_s = num("decision_round_s");
+    d.measured = static_cast<int64_t>(num("measured"));
+    d.eval.spawns = static_cast<int64_t>(num("worker_spawns"));
+    d.eval.retries = static_cast<int64_t>(num("timing_retries"));
+    v.breakdown = d;
+  }
   if (auto p = j.find("progress"); p != j.end() && p->is_object()) {
     v.done = GetInt(*p, "done", "progress.done", 0).value_or(0);
     v.total = GetInt(*p, "total", "progress.total", 0).value_or(0);

@@ -13,6 +13,7 @@
 
 #include "kernels/core/config.h"
 #include "kernels/core/result.h"
+#include "tuner/breakdown.h"
 #include "tuner/measurement.h"
 #include "tuner/timing/timing.h"
 
@@ -53,6 +54,9 @@ struct WorkerResponse {
   // loaded machine are never charged to the config that happens to follow a respawn.
   bool ready = false;
   std::vector<Measurement> results;  // one per request config, in order
+  // What serving the request cost the worker, by phase (spawn and transport stay zero: the
+  // parent measures those); the parent's sweep breakdown adds it up.
+  EvalCosts costs;
 };
 
 std::string EncodeRequest(const WorkerRequest& request);

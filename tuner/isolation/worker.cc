@@ -58,6 +58,7 @@ WorkerResponse Serve(const WorkerRequest& request, const KernelLookup& lookup, I
     return response;
   }
   const EvalRequest eval{spec, request.problem, request.threads, request.seed, request.timing, /*isa=*/{}};
+  const EvalCosts before = evaluator.costs();
   if (request.kind == RequestKind::kMeasure) {
     Measurement m;
     evaluator.Measure(eval, request.configs.front(), m);
@@ -65,6 +66,7 @@ WorkerResponse Serve(const WorkerRequest& request, const KernelLookup& lookup, I
   } else {
     response.results = evaluator.MeasureInterleaved(eval, request.configs);
   }
+  response.costs = evaluator.costs() - before;
   return response;
 }
 

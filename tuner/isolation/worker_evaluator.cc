@@ -60,9 +60,15 @@ double StarvedSeconds(pid_t pid) {
   return worst_ns * 1e-9;
 }
 
-// A compile failure is an answer like invalid (an external runner said it and is fine); every
-// other failure may have left the worker in any state.
-bool OutcomeKeepsWorker(Outcome o) { return o == Outcome::kOk || o == Outcome::kInvalid || o == Outcome::kCompileFailed; }
+// A compile failure is an answer like invalid (an external runner said it and is fine), and
+// `unstable` is a timing verdict on a config that passed verification (its repetitions spread
+// too wide, usually because something else ran): neither says anything about the worker's
+// memory, and replacing the worker costs a spawn plus its references and input sets again
+// (~0.2 s for matmul 512^3, more than a config's timing). Every other failure may have left
+// the worker in any state.
+bool OutcomeKeepsWorker(Outcome o) {
+  return o == Outcome::kOk || o == Outcome::kInvalid || o == Outcome::kCompileFailed || o == Outcome::kUnstable;
+}
 
 void CopyVerdict(const Measurement& from, Measurement& to) {
   to.outcome = from.outcome;
@@ -202,6 +208,16 @@ Status WorkerEvaluator::EnsureWorker() {
 }
 
 Status WorkerEvaluator::Spawn() {
+  const double start_s = NowSeconds();
+  ++costs_.spawns;
+  auto s = SpawnAndAwait();
+  const double took_s = NowSeconds() - start_s;
+  costs_.spawn_s += took_s;
+  spawn_in_request_s_ += took_s;
+  return s;
+}
+
+Status WorkerEvaluator::SpawnAndAwait() {
   if (resolved_path_.empty()) {
     auto path = LocateWorker(options_.worker_path);
     if (!path) return std::unexpected(path.error());
@@ -389,6 +405,24 @@ int WorkerEvaluator::WaitExit(double deadline_s, bool& timed_out) {
 }
 
 WorkerEvaluator::Exchange WorkerEvaluator::RoundTrip(const WorkerRequest& request, double timeout_s) {
+  const double began_s = NowSeconds();
+  spawn_in_request_s_ = 0;
+  Exchange ex = RoundTripOnce(request, timeout_s);
+  ex.wall_s = NowSeconds() - began_s;
+  // Spawn time is counted by Spawn; of the rest, the worker's own phases are in its response
+  // and what remains is the channel (encoding, the socket, scheduling the two processes). A
+  // request without a verdict is time the bad config took.
+  const double rest_s = std::max(0.0, ex.wall_s - spawn_in_request_s_);
+  if (ex.ok) {
+    costs_ += ex.response.costs;
+    costs_.transport_s += std::max(0.0, rest_s - ex.response.costs.Total());
+  } else {
+    costs_.lost_s += rest_s;
+  }
+  return ex;
+}
+
+WorkerEvaluator::Exchange WorkerEvaluator::RoundTripOnce(const WorkerRequest& request, double timeout_s) {
   Exchange ex;
   const std::string frame = isolation::Frame(isolation::EncodeRequest(request));
   aborted_ = false;

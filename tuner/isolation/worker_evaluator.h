@@ -98,19 +98,25 @@ class WorkerEvaluator : public Evaluator {
   // Run-queue wait of the worker during the last request, by which its deadline was extended.
   double last_starved_s() const { return last_starved_s_; }
   const WorkerOptions& options() const { return options_; }
+  EvalCosts costs() const override { return costs_; }
 
  private:
   // What one round trip produced: the worker's response, or the outcome that replaces it.
   struct Exchange {
     bool ok = false;
+    double wall_s = 0;  // the round trip, spawn included
     isolation::WorkerResponse response;
     Outcome outcome = Outcome::kWorkerLost;
     std::string detail;
   };
 
+  // RoundTripOnce plus its costs (costs_).
   Exchange RoundTrip(const isolation::WorkerRequest& request, double timeout_s);
+  Exchange RoundTripOnce(const isolation::WorkerRequest& request, double timeout_s);
   Status EnsureWorker();
+  // SpawnAndAwait, timed into costs_.spawn_s.
   Status Spawn();
+  Status SpawnAndAwait();
   // Waits for the fresh worker's ready frame (WorkerOptions::startup_timeout_s).
   Status AwaitReady();
   // SIGKILL (if still running), reap, close descriptors. Returns the wait status, -1 if none.
@@ -137,6 +143,8 @@ class WorkerEvaluator : public Evaluator {
   std::string worker_isa_;
   int64_t workers_started_ = 0;
   double last_starved_s_ = 0;
+  EvalCosts costs_;
+  double spawn_in_request_s_ = 0;  // spawn time inside the current round trip (not transport)
 };
 
 }  // namespace blocktune::tuner

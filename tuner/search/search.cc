@@ -492,7 +492,7 @@ class TransferSearch final : public SearchStrategy {
         const double x = f < pb.features.size() ? pb.features[f] : 0.0;
         d2 += (x - prior.features[f]) * (x - prior.features[f]) / (sd[f] * sd[f]);
       }
-      log_prior_[b] = -d2;
+      log_prior_[b] = -d2 + pb.log_weight;
       for (size_t i = 0; i < space.size(); ++i) {
         if (auto it = pb.relative_cost.find(space.config(i).ToString()); it != pb.relative_cost.end()) {
           relative_[b][i] = it->second;

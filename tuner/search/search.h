@@ -91,6 +91,9 @@ struct PriorBucket {
   std::string name;  // the bucket id, for Explain
   std::vector<double> features;
   std::map<std::string, double> relative_cost;  // config string -> log(median / best median) >= 0
+  // Added to the bucket's log prior weight: 0 for this profile's own buckets; for another
+  // hardware profile's, how alike its landscapes are measured to be (profile_prior.h).
+  double log_weight = 0;
 };
 struct SearchPrior {
   std::vector<double> features;  // of the bucket being searched

@@ -76,10 +76,24 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
 
   // Grow the batch until it reaches the minimum repetition time. Like Google Benchmark, aim
   // 40% past the target so the next batch is likely long enough, and grow at most 10x per
-  // step so one lucky fast call cannot explode the count.
+  // step so one lucky fast call cannot explode the count. `batch` is the last warm batch of
+  // `iterations` calls (none yet: the warm-up is cold); the one that reaches the minimum is
+  // kept as the first repetition, the shorter ones are calibration.
   int64_t iterations = 1;
   double elapsed = *warm;
+  double calibrate_ns = *warm;
+  bool batch = false;
+  if (elapsed < options.min_repetition_ns) {
+    // The warm-up call pays first touches and is slower than the calls after it (2x for a
+    // 512^3 matmul here), so growing from it undershoots: the batch falls short of the
+    // minimum and is thrown away (~20 ms a config). One more single call predicts better.
+    auto one = TimeBatch(run, 1);
+    if (!one) return std::unexpected(one.error());
+    elapsed = *one;
+    batch = true;
+  }
   while (elapsed < options.min_repetition_ns && iterations < options.max_iterations) {
+    calibrate_ns += elapsed;  // a batch that fell short of the minimum
     const double ratio = elapsed > 0 ? 1.4 * options.min_repetition_ns / elapsed : 10.0;
     const auto next = static_cast<int64_t>(std::ceil(static_cast<double>(iterations) * std::clamp(ratio, 1.1, 10.0)));
     iterations = std::min(next, options.max_iterations);
@@ -90,10 +104,34 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
 
   TimingResult result;
   result.iterations = iterations;
-  for (int r = 0; r < options.repetitions; ++r) {
+  if (batch && options.repetitions > 0) {
+    // The batch that ended the growth ran `iterations` warm calls: the first repetition.
+    result.samples_ns.push_back(elapsed / static_cast<double>(iterations));
+    result.timed_ns += elapsed;
+  } else if (batch) {
+    calibrate_ns += elapsed;
+  }
+  result.calibrate_ns = calibrate_ns;
+  for (int r = static_cast<int>(result.samples_ns.size()); r < options.repetitions; ++r) {
     auto t = TimeBatch(run, iterations);
     if (!t) return std::unexpected(t.error());
     result.samples_ns.push_back(*t / static_cast<double>(iterations));
+    result.timed_ns += *t;
+  }
+  result.median_ns = Median(result.samples_ns);
+  result.cv = CoefficientOfVariation(result.samples_ns);
+  return result;
+}
+
+Result<TimingResult> TimeRepeatedAt(const std::function<Status()>& run, const TimingOptions& options,
+                                    int64_t iterations) {
+  TimingResult result;
+  result.iterations = std::max<int64_t>(iterations, 1);
+  for (int r = 0; r < options.repetitions; ++r) {
+    auto t = TimeBatch(run, result.iterations);
+    if (!t) return std::unexpected(t.error());
+    result.samples_ns.push_back(*t / static_cast<double>(result.iterations));
+    result.timed_ns += *t;
   }
   result.median_ns = Median(result.samples_ns);
   result.cv = CoefficientOfVariation(result.samples_ns);

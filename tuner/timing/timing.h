@@ -18,10 +18,11 @@ struct TimingOptions {
   double min_repetition_ns = 20e6;
   int repetitions = 5;
   int64_t max_iterations = int64_t{1} << 24;
-  // A config whose repetitions spread more than this (robust CV, see RobustCv) is timed again,
-  // at most `max_retries` more times, keeping the quietest attempt (interference only ever
-  // adds time and spread, so the attempt with the lowest spread is the one closest to the
-  // config's own speed); if even that is above, the outcome is `unstable`. 10%: a config this
+  // A config whose repetitions spread more than this (robust CV, see RobustCv) gets more
+  // repetitions, one at a time, up to `max_retries` attempts' worth, and the quietest window of
+  // `repetitions` consecutive ones is kept (interference only ever adds time and spread, so
+  // the quietest window is the one closest to the config's own speed); if even that is above,
+  // the outcome is `unstable`. 10%: a config this
   // noisy cannot be ranked against neighbours that differ by a few percent anyway.
   double max_cv = 0.10;
   int max_retries = 2;
@@ -43,6 +44,11 @@ struct TimingResult {
   int64_t iterations = 0;          // iterations per repetition
   double median_ns = 0;
   double cv = 0;
+  // Wall time of the kept repetitions, and of the calls that were not kept (the warm-up and
+  // growth batches shorter than the minimum): what the sweep's breakdown counts as timed and
+  // as calibration.
+  double timed_ns = 0;
+  double calibrate_ns = 0;
 };
 
 double Median(std::vector<double> v);
@@ -56,7 +62,15 @@ double RobustCv(const std::vector<double>& v);
 
 // Times `run`; the first failure it returns stops timing and is returned. With
 // options.repetitions == 0 it only warms up and calibrates: `iterations` is set, no samples.
+// The growth batch that reached the minimum time is kept as the first repetition (as Google
+// Benchmark keeps the run that met its minimum time): it is `iterations` calls after the
+// warm-up like every other repetition, and re-running it would cost one repetition per config.
 Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options);
+
+// `options.repetitions` repetitions of `iterations` calls each, without warm-up or growth: for
+// a config that was just timed (a retry of a noisy attempt knows its count and is warm).
+Result<TimingResult> TimeRepeatedAt(const std::function<Status()>& run, const TimingOptions& options,
+                                    int64_t iterations);
 
 // One batch of exactly `iterations` calls; returns the per-call time in ns.
 Result<double> TimeFixed(const std::function<Status()>& run, int64_t iterations);

@@ -1,0 +1,90 @@
+// Where a sweep's wall time goes. An Evaluator counts what it spends per phase (EvalCosts:
+// timed repetitions, calibration, discarded noisy attempts, verification, reference outputs,
+// input set-up, worker starts, the channel), the engine adds what it spends itself (store,
+// search) and the rest of the wall clock, and the sweep reports the sum as a SweepBreakdown
+// whose efficiency is the share of wall time that was timed repetitions. The phases are
+// disjoint: they add up to the wall time (other_s is what none of them covers).
+#pragma once
+
+#include <cstdint>
+
+namespace blocktune::tuner {
+
+// Seconds an evaluator spent, by phase, cumulative since it was made.
+struct EvalCosts {
+  double timed_s = 0;      // repetitions that were kept (their samples are the measurement)
+  double calibrate_s = 0;  // warm-up calls and iteration-growth batches not kept as repetitions
+  double retry_s = 0;      // repetitions timed beyond the kept ones because their spread was too wide
+  double verify_s = 0;     // verification: the config on the small problem, checks, comparison
+  double reference_s = 0;  // reference outputs computed (cache misses only)
+  double setup_s = 0;      // allocating and filling the timed problem's input sets
+  double spawn_s = 0;      // starting worker processes, until they said they were ready
+  double transport_s = 0;  // round trips to the worker minus the worker's own time
+  double lost_s = 0;       // requests that ended without a verdict: a crash, a timeout, a lost worker
+  int64_t spawns = 0;      // worker processes started
+  int64_t retries = 0;     // those extra repetitions
+
+  double Total() const {
+    return timed_s + calibrate_s + retry_s + verify_s + reference_s + setup_s + spawn_s + transport_s + lost_s;
+  }
+  EvalCosts& operator+=(const EvalCosts& o) {
+    timed_s += o.timed_s;
+    calibrate_s += o.calibrate_s;
+    retry_s += o.retry_s;
+    verify_s += o.verify_s;
+    reference_s += o.reference_s;
+    setup_s += o.setup_s;
+    spawn_s += o.spawn_s;
+    transport_s += o.transport_s;
+    lost_s += o.lost_s;
+    spawns += o.spawns;
+    retries += o.retries;
+    return *this;
+  }
+  EvalCosts operator-(const EvalCosts& o) const {
+    EvalCosts d = *this;
+    d.timed_s -= o.timed_s;
+    d.calibrate_s -= o.calibrate_s;
+    d.retry_s -= o.retry_s;
+    d.verify_s -= o.verify_s;
+    d.reference_s -= o.reference_s;
+    d.setup_s -= o.setup_s;
+    d.spawn_s -= o.spawn_s;
+    d.transport_s -= o.transport_s;
+    d.lost_s -= o.lost_s;
+    d.spawns -= o.spawns;
+    d.retries -= o.retries;
+    return d;
+  }
+};
+
+// A sweep's (or one task's) wall time by phase. A resumed sweep adds the time of every run that
+// returned (done, cancelled, failed, or released at a drain); a run ended by SIGKILL records
+// nothing, since the breakdown is committed as RunSweep returns.
+struct SweepBreakdown {
+  double wall_s = 0;      // the engine's wall clock, summed over the sweep's tasks
+  EvalCosts eval;         // the evaluator's phases
+  double store_s = 0;     // the sink: reading what is stored, committing measurements and rounds
+  double search_s = 0;    // planning, the strategy's ask/tell and its prior
+  // Wall time of the decision rounds (their repetitions and calibration are also counted in
+  // eval: this is a view, not a phase).
+  double decision_s = 0;
+  int64_t measured = 0;   // configs measured (not replayed, not invalid)
+
+  double OtherS() const {
+    const double o = wall_s - eval.Total() - store_s - search_s;
+    return o > 0 ? o : 0;
+  }
+  double Efficiency() const { return wall_s > 0 ? eval.timed_s / wall_s : 0; }
+  SweepBreakdown& operator+=(const SweepBreakdown& o) {
+    wall_s += o.wall_s;
+    eval += o.eval;
+    store_s += o.store_s;
+    search_s += o.search_s;
+    decision_s += o.decision_s;
+    measured += o.measured;
+    return *this;
+  }
+};
+
+}  // namespace blocktune::tuner
