@@ -335,38 +335,11 @@ class LocalSearch final : public SearchStrategy {
   void SetPrior(const SearchPrior& prior) {
     const size_t nb = prior.buckets.size();
     if (nb == 0) return;
-    const size_t nf = prior.features.size();
-    std::vector<double> sd(nf, 0.0);
-    for (size_t f = 0; f < nf; ++f) {
-      double mean = prior.features[f];
-      for (const PriorBucket& b : prior.buckets) mean += f < b.features.size() ? b.features[f] : 0.0;
-      mean /= static_cast<double>(nb + 1);
-      double var = (prior.features[f] - mean) * (prior.features[f] - mean);
-      for (const PriorBucket& b : prior.buckets) {
-        const double x = f < b.features.size() ? b.features[f] : 0.0;
-        var += (x - mean) * (x - mean);
-      }
-      sd[f] = std::sqrt(var / static_cast<double>(nb + 1));
-    }
-    log_prior_.assign(nb, 0.0);
+    PriorLayout layout = LayOutPrior(prior, space_);
+    log_prior_ = std::move(layout.log_prior);
+    relative_ = std::move(layout.relative);
     misranked_.assign(nb, 0);
     compared_.assign(nb, 0);
-    relative_.assign(nb, std::vector<double>(space_.size(), kInf));
-    for (size_t b = 0; b < nb; ++b) {
-      const PriorBucket& pb = prior.buckets[b];
-      double d2 = 0;
-      for (size_t f = 0; f < nf; ++f) {
-        if (sd[f] <= 0) continue;
-        const double x = f < pb.features.size() ? pb.features[f] : 0.0;
-        d2 += (x - prior.features[f]) * (x - prior.features[f]) / (sd[f] * sd[f]);
-      }
-      log_prior_[b] = -d2;
-      for (size_t i = 0; i < space_.size(); ++i) {
-        if (auto it = pb.relative_cost.find(space_.config(i).ToString()); it != pb.relative_cost.end()) {
-          relative_[b][i] = it->second;
-        }
-      }
-    }
     weights_.assign(nb, 1.0);
     UpdateWeights();
     prior_active_ = true;

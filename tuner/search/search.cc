@@ -467,38 +467,9 @@ class TransferSearch final : public SearchStrategy {
       fallback_ = std::make_unique<SurrogateSearch>(space, start, seed, budget);
       return;
     }
-    // Standardise each feature by its spread over the prior and this bucket; a feature that is
-    // the same everywhere carries no information and drops out.
-    const size_t nf = prior.features.size();
-    std::vector<double> sd(nf, 0.0);
-    for (size_t f = 0; f < nf; ++f) {
-      double mean = prior.features[f];
-      for (const PriorBucket& b : prior.buckets) mean += f < b.features.size() ? b.features[f] : 0.0;
-      mean /= static_cast<double>(nb + 1);
-      double var = (prior.features[f] - mean) * (prior.features[f] - mean);
-      for (const PriorBucket& b : prior.buckets) {
-        const double x = f < b.features.size() ? b.features[f] : 0.0;
-        var += (x - mean) * (x - mean);
-      }
-      sd[f] = std::sqrt(var / static_cast<double>(nb + 1));
-    }
-    log_prior_.assign(nb, 0.0);
-    relative_.assign(nb, std::vector<double>(space.size(), kInf));
-    for (size_t b = 0; b < nb; ++b) {
-      const PriorBucket& pb = prior.buckets[b];
-      double d2 = 0;
-      for (size_t f = 0; f < nf; ++f) {
-        if (sd[f] <= 0) continue;
-        const double x = f < pb.features.size() ? pb.features[f] : 0.0;
-        d2 += (x - prior.features[f]) * (x - prior.features[f]) / (sd[f] * sd[f]);
-      }
-      log_prior_[b] = -d2 + pb.log_weight;
-      for (size_t i = 0; i < space.size(); ++i) {
-        if (auto it = pb.relative_cost.find(space.config(i).ToString()); it != pb.relative_cost.end()) {
-          relative_[b][i] = it->second;
-        }
-      }
-    }
+    PriorLayout layout = LayOutPrior(prior, space);
+    log_prior_ = std::move(layout.log_prior);
+    relative_ = std::move(layout.relative);
     // Transfer only ranks configs some prior bucket measured. When those are too few of this
     // space (a first sweep on a new machine, whose earlier buckets measured a tenth each), the
     // best config is likely outside them, and a search that models this bucket alone does
@@ -762,6 +733,44 @@ PriorBucket MakePriorBucket(std::vector<double> features, const std::vector<std:
   for (const auto& [_, m] : lowest) best = std::min(best, m);
   for (const auto& [key, m] : lowest) b.relative_cost.emplace(key, std::log(m / best));
   return b;
+}
+
+PriorLayout LayOutPrior(const SearchPrior& prior, const SearchSpace& space) {
+  const size_t nb = prior.buckets.size();
+  // Standardise each feature by its spread over the prior and this bucket; a feature that is
+  // the same everywhere carries no information and drops out.
+  const size_t nf = prior.features.size();
+  std::vector<double> sd(nf, 0.0);
+  for (size_t f = 0; f < nf; ++f) {
+    double mean = prior.features[f];
+    for (const PriorBucket& b : prior.buckets) mean += f < b.features.size() ? b.features[f] : 0.0;
+    mean /= static_cast<double>(nb + 1);
+    double var = (prior.features[f] - mean) * (prior.features[f] - mean);
+    for (const PriorBucket& b : prior.buckets) {
+      const double x = f < b.features.size() ? b.features[f] : 0.0;
+      var += (x - mean) * (x - mean);
+    }
+    sd[f] = std::sqrt(var / static_cast<double>(nb + 1));
+  }
+  PriorLayout layout;
+  layout.log_prior.assign(nb, 0.0);
+  layout.relative.assign(nb, std::vector<double>(space.size(), kInf));
+  for (size_t b = 0; b < nb; ++b) {
+    const PriorBucket& pb = prior.buckets[b];
+    double d2 = 0;
+    for (size_t f = 0; f < nf; ++f) {
+      if (sd[f] <= 0) continue;
+      const double x = f < pb.features.size() ? pb.features[f] : 0.0;
+      d2 += (x - prior.features[f]) * (x - prior.features[f]) / (sd[f] * sd[f]);
+    }
+    layout.log_prior[b] = -d2 + pb.log_weight;
+    for (size_t i = 0; i < space.size(); ++i) {
+      if (auto it = pb.relative_cost.find(space.config(i).ToString()); it != pb.relative_cost.end()) {
+        layout.relative[b][i] = it->second;
+      }
+    }
+  }
+  return layout;
 }
 
 std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config,

@@ -107,6 +107,15 @@ std::vector<double> PriorFeatures(const KernelSpec& spec, const Problem& problem
 // A prior bucket from (config, median_ns) pairs of passing measurements; several medians of one
 // config (from several sweeps) keep the lowest. Empty relative_cost when nothing passed.
 PriorBucket MakePriorBucket(std::vector<double> features, const std::vector<std::pair<Config, double>>& medians);
+// The prior laid out over `space`, as transfer and auto read it: per prior bucket, its log weight
+// (minus the squared distance of its features to the searched bucket's, each feature standardised
+// by its spread over all of them, plus the bucket's own log_weight) and its relative cost of each
+// config of `space` (infinity where it measured none).
+struct PriorLayout {
+  std::vector<double> log_prior;
+  std::vector<std::vector<double>> relative;
+};
+PriorLayout LayOutPrior(const SearchPrior& prior, const SearchSpace& space);
 
 // `start` is the default config's index when valid (every strategy measures it first, so a
 // sweep never publishes something slower than the default it measured). `budget` is the
