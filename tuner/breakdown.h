@@ -24,34 +24,26 @@ struct EvalCosts {
   int64_t spawns = 0;      // worker processes started
   int64_t retries = 0;     // those extra repetitions
 
+  // The phases above, once, for the arithmetic below (the counts follow them by hand: two).
+  static constexpr double EvalCosts::* kPhases[] = {
+      &EvalCosts::timed_s, &EvalCosts::calibrate_s, &EvalCosts::retry_s,     &EvalCosts::verify_s, &EvalCosts::reference_s,
+      &EvalCosts::setup_s, &EvalCosts::spawn_s,     &EvalCosts::transport_s, &EvalCosts::lost_s,
+  };
+
   double Total() const {
-    return timed_s + calibrate_s + retry_s + verify_s + reference_s + setup_s + spawn_s + transport_s + lost_s;
+    double total = 0;
+    for (auto phase : kPhases) total += this->*phase;
+    return total;
   }
   EvalCosts& operator+=(const EvalCosts& o) {
-    timed_s += o.timed_s;
-    calibrate_s += o.calibrate_s;
-    retry_s += o.retry_s;
-    verify_s += o.verify_s;
-    reference_s += o.reference_s;
-    setup_s += o.setup_s;
-    spawn_s += o.spawn_s;
-    transport_s += o.transport_s;
-    lost_s += o.lost_s;
+    for (auto phase : kPhases) this->*phase += o.*phase;
     spawns += o.spawns;
     retries += o.retries;
     return *this;
   }
   EvalCosts operator-(const EvalCosts& o) const {
     EvalCosts d = *this;
-    d.timed_s -= o.timed_s;
-    d.calibrate_s -= o.calibrate_s;
-    d.retry_s -= o.retry_s;
-    d.verify_s -= o.verify_s;
-    d.reference_s -= o.reference_s;
-    d.setup_s -= o.setup_s;
-    d.spawn_s -= o.spawn_s;
-    d.transport_s -= o.transport_s;
-    d.lost_s -= o.lost_s;
+    for (auto phase : kPhases) d.*phase -= o.*phase;
     d.spawns -= o.spawns;
     d.retries -= o.retries;
     return d;
