@@ -17,9 +17,9 @@
 #include <thread>
 
 #include "client/cli.h"
+#include "codegen/codegen.h"
 #include "server/service.h"
 #include "server/timing_flags.h"
-#include "codegen/codegen.h"
 #include "tuner/adapt.h"
 #include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
@@ -104,11 +104,12 @@ void DrawAdaptProgress(const std::vector<UnitState>& units, int64_t tasks_done_a
   const double left = static_cast<double>(tasks_total - tasks_done);
   const double eta = this_run > 0 ? elapsed_s / static_cast<double>(this_run) * left : per_bucket_s * left / 0.6;
   char line[512];
-  std::snprintf(line, sizeof line, "adapt [%s] %3d%% %lld/%lld buckets, %lld/%lld sweeps, %lld measurements; %s elapsed, eta %s, budget %s",
-                bar.c_str(), static_cast<int>(frac * 100), static_cast<long long>(tasks_done),
-                static_cast<long long>(tasks_total), static_cast<long long>(finished),
-                static_cast<long long>(units.size()), static_cast<long long>(done), Clock2(elapsed_s).c_str(),
-                Clock2(eta).c_str(), Clock2(budget_s).c_str());
+  std::snprintf(
+      line, sizeof line,
+      "adapt [%s] %3d%% %lld/%lld buckets, %lld/%lld sweeps, %lld measurements; %s elapsed, eta %s, budget %s",
+      bar.c_str(), static_cast<int>(frac * 100), static_cast<long long>(tasks_done),
+      static_cast<long long>(tasks_total), static_cast<long long>(finished), static_cast<long long>(units.size()),
+      static_cast<long long>(done), Clock2(elapsed_s).c_str(), Clock2(eta).c_str(), Clock2(budget_s).c_str());
   (void)total;
   if (line == last) return;
   last = line;
@@ -162,8 +163,9 @@ int Generate(const Common& c, const AdaptArgs& a, const std::string& db) {
   auto written = codegen::WriteFiles(a.tables, *files);
   if (!written) return Fail(kExitFailed, written.error().ToString());
   if (!c.json) {
-    std::printf("tables generate: %zu tuned rows, gate replaced %d and kept %d checked-in rows; %zu file(s) written in %s\n",
-                merged->size(), replaced, kept, written->size(), a.tables.c_str());
+    std::printf(
+        "tables generate: %zu tuned rows, gate replaced %d and kept %d checked-in rows; %zu file(s) written in %s\n",
+        merged->size(), replaced, kept, written->size(), a.tables.c_str());
   }
   return 0;
 }
@@ -205,7 +207,8 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     a.timing.ApplyTo(service_options.sweep.timing);
     // The creation rate limit guards a daemon against broken clients; here one plan creates
     // all its sweeps at once.
-    service_options.sweep_burst = std::max<double>(service_options.sweep_burst, static_cast<double>(plan->units.size()));
+    service_options.sweep_burst =
+        std::max<double>(service_options.sweep_burst, static_cast<double>(plan->units.size()));
     tuner::WorkerOptions worker_options;
     auto path = tuner::LocateWorker(a.worker);
     if (!path) return Fail(kExitUsage, path.error().message);
@@ -228,8 +231,8 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     if (a.local) {
       auto submission = wire::DecodeSweepSubmission(body, wire::Limits{});
       if (!submission) return Fail(kExitUsage, submission.error().ToString());
-      auto created = service->SubmitSweep(*submission->spec, submission->request, unit.idempotency_key,
-                                          submission->canonical);
+      auto created =
+          service->SubmitSweep(*submission->spec, submission->request, unit.idempotency_key, submission->canonical);
       if (!created) return Fail(kExitUsage, unit.idempotency_key + ": " + created.error().ToString());
       ids.push_back(created->id);
       resumed += created->created ? 0 : 1;
@@ -249,7 +252,8 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
       resumed += created->body.value("created", true) ? 0 : 1;
     }
   }
-  if (!c.json && resumed > 0) std::printf("adapt: resuming %lld sweep(s) of an earlier run of this plan\n", static_cast<long long>(resumed));
+  if (!c.json && resumed > 0)
+    std::printf("adapt: resuming %lld sweep(s) of an earlier run of this plan\n", static_cast<long long>(resumed));
 
   const auto poll = [&]() -> Result<std::vector<UnitState>> {
     std::vector<UnitState> out;
@@ -285,7 +289,8 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     }
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (!c.json) {
-      DrawAdaptProgress(states, tasks_done_at_start, elapsed, a.budget_minutes * 60, plan->seconds_per_bucket, tty, last);
+      DrawAdaptProgress(states, tasks_done_at_start, elapsed, a.budget_minutes * 60, plan->seconds_per_bucket, tty,
+                        last);
     }
     bool all = true;
     for (const auto& u : states) all = all && Final(u.status);
@@ -304,20 +309,27 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     const tuner::AdaptUnit& unit = plan->units[i];
     failed += u.status == "done" ? 0 : 1;
     if (u.breakdown) total += *u.breakdown;
-    Json j{{"sweep", u.id}, {"kernel", unit.request.kernel}, {"dtype", DTypeName(unit.request.dtype)},
-           {"threads", unit.request.threads}, {"buckets", unit.buckets.size()}, {"status", u.status},
+    Json j{{"sweep", u.id},
+           {"kernel", unit.request.kernel},
+           {"dtype", DTypeName(unit.request.dtype)},
+           {"threads", unit.request.threads},
+           {"buckets", unit.buckets.size()},
+           {"status", u.status},
            {"measurements", u.done}};
     if (u.breakdown) j["breakdown"] = wire::EncodeBreakdown(*u.breakdown);
     units.push_back(std::move(j));
     if (!c.json) {
       std::printf("  sweep %-5lld %-24s %-4s t%-2d %2zu buckets  %-9s %5lld measurements  efficiency %s\n",
-                  static_cast<long long>(u.id), unit.request.kernel.c_str(), std::string(DTypeName(unit.request.dtype)).c_str(),
-                  unit.request.threads, unit.buckets.size(), u.status.c_str(), static_cast<long long>(u.done),
+                  static_cast<long long>(u.id), unit.request.kernel.c_str(),
+                  std::string(DTypeName(unit.request.dtype)).c_str(), unit.request.threads, unit.buckets.size(),
+                  u.status.c_str(), static_cast<long long>(u.done),
                   u.breakdown ? std::to_string(u.breakdown->Efficiency()).substr(0, 4).c_str() : "-");
     }
   }
   if (c.json) {
-    std::printf("%s\n", Json{{"wall_s", wall}, {"buckets", plan->buckets}, {"sweeps", units},
+    std::printf("%s\n", Json{{"wall_s", wall},
+                             {"buckets", plan->buckets},
+                             {"sweeps", units},
                              {"breakdown", wire::EncodeBreakdown(total)}}
                             .dump()
                             .c_str());
@@ -326,10 +338,13 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
                 a.budget_minutes * 60);
     PrintBreakdownLine(total);
   }
-  if (failed > 0) return Fail(kExitFailed, std::to_string(failed) + " sweep(s) did not finish; run the same command again to resume");
+  if (failed > 0)
+    return Fail(kExitFailed, std::to_string(failed) + " sweep(s) did not finish; run the same command again to resume");
   if (a.no_generate) return 0;
   if (db.empty()) {
-    std::printf("adapt: the rows are in the daemon's database; generate the tables with: blocktune tables generate --db DAEMON_DB\n");
+    std::printf(
+        "adapt: the rows are in the daemon's database; generate the tables with: blocktune tables generate --db "
+        "DAEMON_DB\n");
     return 0;
   }
   return Generate(c, a, db);
@@ -345,26 +360,35 @@ std::function<int()> RegisterAdaptCommand(CLI::App& app, Common& common) {
       "budget, then regenerate the tables through the regression gate; resumable: run it again after an interruption");
   AddCommon(cmd, common, true);
   cmd->add_option("--budget-minutes", args->budget_minutes, "wall-clock budget for the whole run")
-      ->capture_default_str()->check(CLI::Range(0.01, 10000.0));
-  cmd->add_option("--kernel", args->kernels, "only these kernels (repeatable; default: every kernel with checked-in rows)");
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 10000.0));
+  cmd->add_option("--kernel", args->kernels,
+                  "only these kernels (repeatable; default: every kernel with checked-in rows)");
   cmd->add_option("--dtype", args->dtypes, "only these dtypes (repeatable; default: every dtype with checked-in rows)");
-  cmd->add_option("--threads", args->threads, "thread counts (repeatable)")->capture_default_str()->check(CLI::Range(1, 256));
+  cmd->add_option("--threads", args->threads, "thread counts (repeatable)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
   cmd->add_option("--isa", args->isa, "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own)")
       ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
-  cmd->add_option("--budget", args->budget, "evaluations per bucket; 0: the transfer strategy's default")->capture_default_str();
-  cmd->add_option("--seed", args->seed, "search seed")->capture_default_str();
-  cmd->add_option("--tables", args->tables, "tables directory: its tuned_entries.jsonl names the buckets, and is regenerated")
+  cmd->add_option("--budget", args->budget, "evaluations per bucket; 0: the transfer strategy's default")
       ->capture_default_str();
-  cmd->add_flag("--local", args->local, "no daemon: run the sweeps in this process on --db (configs in worker processes)");
+  cmd->add_option("--seed", args->seed, "search seed")->capture_default_str();
+  cmd->add_option("--tables", args->tables,
+                  "tables directory: its tuned_entries.jsonl names the buckets, and is regenerated")
+      ->capture_default_str();
+  cmd->add_flag("--local", args->local,
+                "no daemon: run the sweeps in this process on --db (configs in worker processes)");
   cmd->add_option("--db", args->db,
                   "--local: the database (default var/blocktune.db); with a daemon: its database on this machine, to "
                   "generate the tables from at the end");
   cmd->add_option("--worker", args->worker, "worker executable (default: blocktune-worker next to this program)");
   cmd->add_flag("--no-generate", args->no_generate, "stop after the sweeps; do not regenerate the tables");
   cmd->add_option("--gate-repetitions", args->gate_repetitions, "regression gate: interleaved repetitions")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   cmd->add_option("--gate-min-time-ms", args->gate_min_time_ms, "regression gate: minimum time per repetition")
-      ->capture_default_str()->check(CLI::Range(0.01, 10000.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 10000.0));
   cmd->add_option("--poll-seconds", args->poll_seconds, "progress refresh interval")->capture_default_str();
   server::AddTimingFlags(cmd, args->timing, "--local: ");
   return [cmd, args, &common]() -> int {

@@ -1,10 +1,10 @@
 // blocktune bench (one config verified and timed, or --compare: tuned against default per
 // bucket) and blocktune regret (what each fallback level would serve, timed; tuner/regret.h):
 // the commands that run kernels here; see local_commands.h.
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -20,15 +20,16 @@
 #include <thread>
 #include <tuple>
 
-#include "client/cli.h"
 #include "blocktune/version.h"
-#include "kernels/core/fingerprint.h"
+#include "client/cli.h"
+#include "client/local_commands.h"
+#include "codegen/codegen.h"
 #include "external/runner.h"
 #include "external/spec.h"
+#include "kernels/core/fingerprint.h"
 #include "kernels/core/kernel_spec.h"
-#include "store/store.h"
 #include "server/wire.h"
-#include "codegen/codegen.h"
+#include "store/store.h"
 #include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
 #include "tuner/lookup.h"
@@ -36,7 +37,6 @@
 #include "tuner/search/simulate.h"
 #include "tuner/sweep.h"
 #include "tuner/timing/timing.h"
-#include "client/local_commands.h"
 
 namespace blocktune::client {
 namespace {
@@ -122,19 +122,28 @@ int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a,
     log_sum += std::log(speedup);
     ++count;
     if (c.json) {
-      out.push_back({{"bucket", e.bucket}, {"tuned_config", wire::EncodeConfig(e.config)}, {"default_ns", def_ns},
-                     {"tuned_ns", tuned_ns}, {"speedup", speedup}});
+      out.push_back({{"bucket", e.bucket},
+                     {"tuned_config", wire::EncodeConfig(e.config)},
+                     {"default_ns", def_ns},
+                     {"tuned_ns", tuned_ns},
+                     {"speedup", speedup}});
     } else {
       std::printf("%-*s  %-*s %12.3f %12.3f %7.2fx\n", bucket_width, e.bucket.c_str(), config_width,
                   e.config.ToString().c_str(), def_ns / 1e6, tuned_ns / 1e6, speedup);
     }
   }
-  if (count == 0) return Fail(kExitFailed, "the checked-in table has no " + std::string(spec.name()) + " rows for " + hw.Key());
+  if (count == 0)
+    return Fail(kExitFailed, "the checked-in table has no " + std::string(spec.name()) + " rows for " + hw.Key());
   const double geomean = std::exp(log_sum / count);
   if (c.json) {
-    std::printf("%s\n", Json{{"kernel", spec.name()}, {"hardware", hw.Key()}, {"threads", a.threads},
-                              {"default_config", wire::EncodeConfig(default_config)}, {"buckets", out},
-                              {"geomean_speedup", geomean}}.dump().c_str());
+    std::printf("%s\n", Json{{"kernel", spec.name()},
+                             {"hardware", hw.Key()},
+                             {"threads", a.threads},
+                             {"default_config", wire::EncodeConfig(default_config)},
+                             {"buckets", out},
+                             {"geomean_speedup", geomean}}
+                            .dump()
+                            .c_str());
   } else {
     std::printf("geomean speedup of tuned over default (%s): %.3fx over %d buckets\n",
                 default_config.ToString().c_str(), geomean, count);
@@ -214,20 +223,29 @@ int RunBench(const Common& c, const BenchArgs& a) {
   }
   const double gflops = t.median_ns > 0 ? spec->Flops(problem) / t.median_ns : 0;
   if (c.json) {
-    Json out{{"kernel", a.kernel},   {"problem", wire::EncodeConfig(*dims)}, {"dtype", a.dtype},
-             {"threads", a.threads}, {"config", wire::EncodeConfig(config)}, {"source", source},
-             {"verified", v.ok},     {"max_abs_err", v.max_abs_err},         {"median_ns", t.median_ns},
-             {"cv", t.cv},           {"gflops", gflops},                     {"samples_ns", t.samples_ns},
+    Json out{{"kernel", a.kernel},
+             {"problem", wire::EncodeConfig(*dims)},
+             {"dtype", a.dtype},
+             {"threads", a.threads},
+             {"config", wire::EncodeConfig(config)},
+             {"source", source},
+             {"verified", v.ok},
+             {"max_abs_err", v.max_abs_err},
+             {"median_ns", t.median_ns},
+             {"cv", t.cv},
+             {"gflops", gflops},
+             {"samples_ns", t.samples_ns},
              {"hardware", hw.Key()}};
     std::printf("%s\n", out.dump().c_str());
   } else {
-    std::printf("kernel    %s %s %s threads=%d\n", a.kernel.c_str(), a.dtype.c_str(), dims->ToString().c_str(), a.threads);
+    std::printf("kernel    %s %s %s threads=%d\n", a.kernel.c_str(), a.dtype.c_str(), dims->ToString().c_str(),
+                a.threads);
     std::printf("config    %s (%s)\n", config.ToString().c_str(), source.c_str());
     std::printf("verified  %s (max abs err %.3g over %lld elements)\n", v.ok ? "yes" : "NO", v.max_abs_err,
                 static_cast<long long>(v.elements));
     if (v.ok) {
-      std::printf("median    %.0f ns (cv %.2f%%, %zu reps x %lld iters)\n", t.median_ns, 100 * t.cv, t.samples_ns.size(),
-                  static_cast<long long>(t.iterations));
+      std::printf("median    %.0f ns (cv %.2f%%, %zu reps x %lld iters)\n", t.median_ns, 100 * t.cv,
+                  t.samples_ns.size(), static_cast<long long>(t.iterations));
       std::printf("rate      %.1f GFLOP/s\n", gflops);
     }
   }
@@ -269,7 +287,8 @@ int RunRegret(const Common& c, const RegretArgs& a) {
     table_text = std::move(*t);
   }
   auto rows = codegen::ParseJsonl(table_text);
-  if (!rows) return Fail(kExitFailed, (a.table.empty() ? "checked-in table: " : a.table + ": ") + rows.error().ToString());
+  if (!rows)
+    return Fail(kExitFailed, (a.table.empty() ? "checked-in table: " : a.table + ": ") + rows.error().ToString());
   std::vector<std::string> buckets;
   if (a.buckets != "checked-in") {
     auto t = ReadText(a.buckets);
@@ -316,17 +335,26 @@ int RunRegret(const Common& c, const RegretArgs& a) {
     }
     Json summary = Json::array();
     for (const auto& s : r.summary) {
-      summary.push_back({{"level", std::string(tuner::RegretLevelName(s.level))}, {"on_current_chain", tuner::OnCurrentChain(s.level)},
-                         {"buckets", s.buckets}, {"geomean_speedup", s.geomean_speedup},
-                         {"worst_speedup", s.worst_speedup}, {"worst_bucket", s.worst_bucket},
-                         {"mean_regret", s.mean_regret}, {"max_regret", s.max_regret},
+      summary.push_back({{"level", std::string(tuner::RegretLevelName(s.level))},
+                         {"on_current_chain", tuner::OnCurrentChain(s.level)},
+                         {"buckets", s.buckets},
+                         {"geomean_speedup", s.geomean_speedup},
+                         {"worst_speedup", s.worst_speedup},
+                         {"worst_bucket", s.worst_bucket},
+                         {"mean_regret", s.mean_regret},
+                         {"max_regret", s.max_regret},
                          {"slower_beyond_noise", s.slower_beyond_noise},
-                         {"faster_beyond_noise", s.faster_beyond_noise}, {"refused", s.refused}});
+                         {"faster_beyond_noise", s.faster_beyond_noise},
+                         {"refused", s.refused}});
     }
-    std::printf("%s\n", Json{{"kernel", std::string(spec->name())}, {"dtype", a.dtype}, {"hardware", r.hardware},
-                              {"threads", r.threads}, {"repetitions", a.repetitions},
-                              {"min_time_ms", a.min_time_ms}, {"buckets", std::move(buckets_json)},
-                              {"summary", std::move(summary)}}
+    std::printf("%s\n", Json{{"kernel", std::string(spec->name())},
+                             {"dtype", a.dtype},
+                             {"hardware", r.hardware},
+                             {"threads", r.threads},
+                             {"repetitions", a.repetitions},
+                             {"min_time_ms", a.min_time_ms},
+                             {"buckets", std::move(buckets_json)},
+                             {"summary", std::move(summary)}}
                             .dump()
                             .c_str());
     return 0;
@@ -345,7 +373,8 @@ int RunRegret(const Common& c, const RegretArgs& a) {
               "vs dflt", "regret");
   for (const auto& b : r.buckets) {
     for (const auto& row : b.rows) {
-      const std::string level = std::string(tuner::RegretLevelName(row.candidate.level)) + (row.candidate.served ? "" : "'");
+      const std::string level =
+          std::string(tuner::RegretLevelName(row.candidate.level)) + (row.candidate.served ? "" : "'");
       if (row.outcome != tuner::Outcome::kOk) {
         std::printf("%-*s  %-13s %-*s %-*s %s: %s\n", bw, b.bucket.c_str(), level.c_str(), kw,
                     row.candidate.hardware.c_str(), cw, row.candidate.config.ToString().c_str(),
@@ -359,8 +388,9 @@ int RunRegret(const Common& c, const RegretArgs& a) {
                   row.beyond_noise || row.candidate.level == tuner::RegretLevel::kDefault ? "" : "  ~");
     }
   }
-  std::printf("\n(' a row its level would not serve: a smaller key of the level comes first; ~ within the noise band "
-              "of the default)\n");
+  std::printf(
+      "\n(' a row its level would not serve: a smaller key of the level comes first; ~ within the noise band "
+      "of the default)\n");
   std::printf("%-13s %7s %9s %9s %-*s %8s %8s %7s %7s\n", "level", "buckets", "geomean", "worst", bw, "worst bucket",
               "mean reg", "max reg", "slower", "faster");
   for (const auto& s : r.summary) {
@@ -387,14 +417,18 @@ std::function<int()> RegisterBenchCommands(CLI::App& app, Common& common) {
                       "interleaved, and the geomean speedup");
   bench_cmd->add_option("--dtype", bench.dtype, "element type")->capture_default_str();
   bench_cmd->add_option("--threads", bench.threads, "threads")->capture_default_str()->check(CLI::Range(1, 256));
-  bench_cmd->add_option("--config", bench.config,
-                        "tuned (checked-in table for this host), default, or name=value,... (unset names: default)")
+  bench_cmd
+      ->add_option("--config", bench.config,
+                   "tuned (checked-in table for this host), default, or name=value,... (unset names: default)")
       ->capture_default_str();
   bench_cmd->add_option("--min-time-ms", bench.min_time_ms, "minimum time per repetition")->capture_default_str();
-  bench_cmd->add_option("--repetitions", bench.repetitions, "timed repetitions")->capture_default_str()->check(CLI::Range(1, 1000));
-  bench_cmd->add_option("--isa", bench.isa,
-                        "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); the tuned "
-                        "config and hardware key are that level's")
+  bench_cmd->add_option("--repetitions", bench.repetitions, "timed repetitions")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  bench_cmd
+      ->add_option("--isa", bench.isa,
+                   "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); the tuned "
+                   "config and hardware key are that level's")
       ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
 
   auto regret_ptr = std::make_shared<RegretArgs>();
@@ -405,20 +439,26 @@ std::function<int()> RegisterBenchCommands(CLI::App& app, Common& common) {
       "and the other-vendor / other-ISA rows the chain does not borrow) against the default and the best of them");
   AddCommon(regret_cmd, common, false);
   regret_cmd->add_option("kernel", regret.kernel, "kernel name")->required();
-  regret_cmd->add_option("--buckets", regret.buckets,
-                         "checked-in (every bucket the table has for the kernel and dtype) or a file of bucket ids, "
-                         "one per line")
+  regret_cmd
+      ->add_option("--buckets", regret.buckets,
+                   "checked-in (every bucket the table has for the kernel and dtype) or a file of bucket ids, "
+                   "one per line")
       ->capture_default_str();
-  regret_cmd->add_option("--table", regret.table, "tuned rows to judge, in tuned_entries.jsonl form (default: the checked-in table)");
+  regret_cmd->add_option("--table", regret.table,
+                         "tuned rows to judge, in tuned_entries.jsonl form (default: the checked-in table)");
   regret_cmd->add_option("--dtype", regret.dtype, "element type")->capture_default_str();
   regret_cmd->add_option("--threads", regret.threads, "threads the kernel runs with (part of the key)")
-      ->required()->check(CLI::Range(1, 256));
-  regret_cmd->add_option("--isa", regret.isa, "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own)")
+      ->required()
+      ->check(CLI::Range(1, 256));
+  regret_cmd
+      ->add_option("--isa", regret.isa, "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own)")
       ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
   regret_cmd->add_option("--min-time-ms", regret.min_time_ms, "minimum time per repetition")
-      ->capture_default_str()->check(CLI::Range(0.01, 10000.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 10000.0));
   regret_cmd->add_option("--repetitions", regret.repetitions, "interleaved repetitions per config")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
 
   return [=, &common]() -> int {
     if (bench_cmd->parsed()) return RunBench(common, *bench_ptr);

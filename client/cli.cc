@@ -5,8 +5,8 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -181,12 +181,13 @@ void PrintHuman(const Json& j, int indent) {
 
 void PrintBreakdownLine(const tuner::SweepBreakdown& b) {
   const tuner::EvalCosts& e = b.eval;
-  std::printf("time: %.1f s wall, %.1f s timed repetitions (efficiency %.2f); calibrate %.1f s, retries %.1f s (%lld), "
-              "verify %.1f s, reference %.1f s, setup %.1f s, spawn %.1f s (%lld), transport %.1f s, lost %.1f s, "
-              "store %.1f s, search %.1f s, other %.1f s; decision rounds %.1f s\n",
-              b.wall_s, e.timed_s, b.Efficiency(), e.calibrate_s, e.retry_s, static_cast<long long>(e.retries),
-              e.verify_s, e.reference_s, e.setup_s, e.spawn_s, static_cast<long long>(e.spawns), e.transport_s,
-              e.lost_s, b.store_s, b.search_s, b.OtherS(), b.decision_s);
+  std::printf(
+      "time: %.1f s wall, %.1f s timed repetitions (efficiency %.2f); calibrate %.1f s, retries %.1f s (%lld), "
+      "verify %.1f s, reference %.1f s, setup %.1f s, spawn %.1f s (%lld), transport %.1f s, lost %.1f s, "
+      "store %.1f s, search %.1f s, other %.1f s; decision rounds %.1f s\n",
+      b.wall_s, e.timed_s, b.Efficiency(), e.calibrate_s, e.retry_s, static_cast<long long>(e.retries), e.verify_s,
+      e.reference_s, e.setup_s, e.spawn_s, static_cast<long long>(e.spawns), e.transport_s, e.lost_s, b.store_s,
+      b.search_s, b.OtherS(), b.decision_s);
 }
 
 std::expected<std::unique_ptr<store::Store>, int> OpenLocalStore(const std::string& path) {

@@ -14,9 +14,9 @@
 #include <string>
 
 #include "kernels/core/config.h"
-#include "store/store.h"
-#include "server/wire.h"
 #include "server/routes.h"
+#include "server/wire.h"
+#include "store/store.h"
 
 namespace blocktune::client {
 
@@ -59,7 +59,7 @@ struct CallOptions {
   std::string idempotency_key;
   bool raw = false;  // the answer is not JSON (tables, metrics)
   int read_timeout_seconds = 120;
-  bool quiet = false;  // do not print an unreachable server or a 5xx (the caller retries or reports it)
+  bool quiet = false;        // do not print an unreachable server or a 5xx (the caller retries or reports it)
   std::string ca_cert_file;  // https: trust this PEM file (e.g. a site's own CA) instead of the system's
 };
 

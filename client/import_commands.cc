@@ -40,10 +40,12 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
   std::string spec_note = "matched";
   if (spec == nullptr) {
     if (c.kernel_dirs.empty()) {
-      return Fail(kExitUsage, "kernel " + set->kernel + " is not loaded; pass --kernel-dir DIR to have its spec written there");
+      return Fail(kExitUsage,
+                  "kernel " + set->kernel + " is not loaded; pass --kernel-dir DIR to have its spec written there");
     }
     const std::string path = (std::filesystem::path(c.kernel_dirs.front()) / (set->kernel + ".json")).string();
-    if (std::filesystem::exists(path)) return Fail(kExitFailed, path + " exists but did not load as kernel " + set->kernel);
+    if (std::filesystem::exists(path))
+      return Fail(kExitFailed, path + " exists but did not load as kernel " + set->kernel);
     {
       std::ofstream out(path, std::ios::binary);
       out << external::SpecJsonFor(*set);
@@ -54,8 +56,8 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
     if (auto s = RegisterKernel(std::move(*loaded)); !s) return Fail(kExitFailed, s.error().message);
     spec = FindKernel(set->kernel);
     spec_note = "created " + path;
-  } else if (auto match = external::MatchSpec(*spec, *set); !match && spec->runner() != nullptr &&
-                                                              spec->runner()->command.empty() && !spec->source_file().empty()) {
+  } else if (auto match = external::MatchSpec(*spec, *set);
+             !match && spec->runner() != nullptr && spec->runner()->command.empty() && !spec->source_file().empty()) {
     // An imported kernel (no runner) of another device or problem: its spec file is widened to
     // the union of the values and dtypes, if that is all that differs.
     const std::string path(spec->source_file());
@@ -84,10 +86,11 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
   if (!summary) return Fail(kExitFailed, summary.error().ToString());
   Json outcomes = Json::object();
   for (const auto& [o, n] : summary->by_outcome) outcomes[o] = n;
-  Json out{{"kernel", set->kernel},      {"hardware", set->hardware_key}, {"device", set->device},
-           {"dtype", DTypeName(set->dtype)},
-           {"bucket", summary->bucket},  {"sweep_id", summary->sweep_id}, {"created", summary->created},
-           {"records", summary->records}, {"outcomes", outcomes},          {"spec", spec_note},
+  Json out{{"kernel", set->kernel},       {"hardware", set->hardware_key},
+           {"device", set->device},       {"dtype", DTypeName(set->dtype)},
+           {"bucket", summary->bucket},   {"sweep_id", summary->sweep_id},
+           {"created", summary->created}, {"records", summary->records},
+           {"outcomes", outcomes},        {"spec", spec_note},
            {"warnings", set->warnings}};
   if (!summary->winner.empty()) {
     out["winner"] = wire::EncodeConfig(summary->winner);
@@ -97,7 +100,8 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
     std::printf("%s\n", out.dump().c_str());
   } else {
     PrintHuman(out);
-    if (!summary->created) std::printf("already imported as sweep %lld; nothing written\n", static_cast<long long>(summary->sweep_id));
+    if (!summary->created)
+      std::printf("already imported as sweep %lld; nothing written\n", static_cast<long long>(summary->sweep_id));
   }
   return 0;
 }
@@ -164,7 +168,8 @@ int RunExport(const Common& c, const std::string& format, const ExportArgs& a) {
     for (const auto& n : names) text += "," + n;
     text += ",outcome,median_ns,cv,samples_ns,detail\n";
     for (const auto& m : ms) {
-      text += std::to_string(a.sweep) + "," + sweep->hardware_key + "," + std::string(DTypeName(sweep->request.dtype)) + "," + m.bucket;
+      text += std::to_string(a.sweep) + "," + sweep->hardware_key + "," + std::string(DTypeName(sweep->request.dtype)) +
+              "," + m.bucket;
       for (const auto& n : names) text += "," + std::to_string(m.config.Get(n).value_or(0));
       std::string samples;
       for (double x : m.samples_ns) samples += (samples.empty() ? "" : " ") + std::to_string(x);
@@ -212,9 +217,9 @@ int RunExport(const Common& c, const std::string& format, const ExportArgs& a) {
         e["blocktune_outcome"] = tuner::OutcomeName(m.outcome);
         cache[key] = e;
       }
-      Json doc{{"version", "1.1"}, {"device_name", sweep->hardware_key}, {"kernel_name", sweep->request.kernel},
-               {"problem_size", problem}, {"tune_params_keys", names}, {"tune_params", params},
-               {"objective", "time"}, {"objective_higher_is_better", false}, {"cache", cache}};
+      Json doc{{"version", "1.1"},        {"device_name", sweep->hardware_key},  {"kernel_name", sweep->request.kernel},
+               {"problem_size", problem}, {"tune_params_keys", names},           {"tune_params", params},
+               {"objective", "time"},     {"objective_higher_is_better", false}, {"cache", cache}};
       text = doc.dump(1) + "\n";
     } else {
       Json results = Json::array();
@@ -226,8 +231,11 @@ int RunExport(const Common& c, const std::string& format, const ExportArgs& a) {
         for (double x : m.samples_ns) times.push_back(x / 1e6);
         Json meas = Json::array();
         if (m.outcome == tuner::Outcome::kOk) meas.push_back({{"name", "time"}, {"value", times}, {"unit", "ms"}});
-        results.push_back({{"timestamp", m.created_at}, {"configuration", cfg}, {"invalidity", T4Invalidity(m)},
-                           {"correctness", m.outcome == tuner::Outcome::kOk ? 1 : 0}, {"measurements", meas},
+        results.push_back({{"timestamp", m.created_at},
+                           {"configuration", cfg},
+                           {"invalidity", T4Invalidity(m)},
+                           {"correctness", m.outcome == tuner::Outcome::kOk ? 1 : 0},
+                           {"measurements", meas},
                            {"objectives", {"time"}}});
       }
       Json doc{{"schema_version", "1.0.0"},
@@ -251,23 +259,27 @@ int RunExport(const Common& c, const std::string& format, const ExportArgs& a) {
 
 std::function<int()> RegisterImportCommands(CLI::App& app, Common& common) {
   auto* import_cmd = app.add_subcommand(
-      "import", "file another tuner's results (every record, failures included) into a local database as a finished "
-                "exhaustive sweep of an external kernel");
+      "import",
+      "file another tuner's results (every record, failures included) into a local database as a finished "
+      "exhaustive sweep of an external kernel");
   import_cmd->require_subcommand(1);
   auto args = std::make_shared<ImportArgs>();
   std::vector<std::pair<std::string, CLI::App*>> formats;
   for (const auto& [name, help] : std::vector<std::pair<std::string, std::string>>{
-           {"kerneltuner", "a Kernel Tuner cache file (.json; both layouts; a truncated cache is read as far as it is valid)"},
+           {"kerneltuner",
+            "a Kernel Tuner cache file (.json; both layouts; a truncated cache is read as far as it is valid)"},
            {"t4", "T4 JSON (results with configuration, invalidity, measurements)"},
-           {"clblast", "the JSON a CLBlast tuner writes (clblast_xgemm_1_32.json: only configs that passed; the device "
-                       "key is opencl.VENDOR.DEVICE, the dtype from its precision)"}}) {
+           {"clblast",
+            "the JSON a CLBlast tuner writes (clblast_xgemm_1_32.json: only configs that passed; the device "
+            "key is opencl.VENDOR.DEVICE, the dtype from its precision)"}}) {
     auto* cmd = import_cmd->add_subcommand(name, help);
     AddCommon(cmd, common, false);
     cmd->add_option("file", args->file, "the file to import")->required();
     cmd->add_option("--db", args->db, "SQLite database to import into (created if missing)")->capture_default_str();
     cmd->add_option("--kernel", args->kernel, "kernel name in blocktune (default: the file's kernel name)");
-    cmd->add_option("--hardware", args->hardware,
-                    "hardware key to file the results under (default: from the device name, e.g. cuda.nvidia.geforce_rtx_2080_ti)");
+    cmd->add_option(
+        "--hardware", args->hardware,
+        "hardware key to file the results under (default: from the device name, e.g. cuda.nvidia.geforce_rtx_2080_ti)");
     cmd->add_option("--platform", args->platform,
                     "first component of the derived key (default: cuda, hip or opencl by vendor; opencl for CLBlast)");
     formats.emplace_back(name, cmd);
@@ -278,7 +290,8 @@ std::function<int()> RegisterImportCommands(CLI::App& app, Common& common) {
   auto eargs = std::make_shared<ExportArgs>();
   std::vector<std::pair<std::string, CLI::App*>> exports;
   for (const auto& [name, help] : std::vector<std::pair<std::string, std::string>>{
-           {"kerneltuner", "a Kernel Tuner cache file (1.x layout: failures under __error__) of the sweep's first bucket"},
+           {"kerneltuner",
+            "a Kernel Tuner cache file (1.x layout: failures under __error__) of the sweep's first bucket"},
            {"t4", "T4 JSON of the sweep's first bucket"},
            {"csv", "one row per measurement of every bucket"}}) {
     auto* cmd = export_cmd->add_subcommand(name, help);

@@ -13,18 +13,18 @@
 #include <thread>
 
 #include "client/cli.h"
+#include "client/service_commands.h"
 #include "server/service.h"
 #include "server/timing_flags.h"
 #include "tuner/isolation/worker_evaluator.h"
-#include "client/service_commands.h"
 
 namespace blocktune::client {
 
 using api::Op;
 
-std::expected<std::vector<server::MissView>, int> FetchMisses(const Common& c, const std::string& kernel,
-                                                              const std::string& hardware, int64_t want,
-                                                              const std::function<bool(const server::MissView&)>& keep) {
+std::expected<std::vector<server::MissView>, int> FetchMisses(
+    const Common& c, const std::string& kernel, const std::string& hardware, int64_t want,
+    const std::function<bool(const server::MissView&)>& keep) {
   std::vector<server::MissView> out;
   int64_t offset = 0;
   while (static_cast<int64_t>(out.size()) < want) {
@@ -168,12 +168,12 @@ int RunTuned(const Common& c, const std::string& kernel, const std::string& hard
   return 0;
 }
 
-
 }  // namespace
 
 std::function<int()> RegisterLookupCommands(CLI::App& app, Common& common) {
   auto lookup = std::make_shared<LookupArgs>();
-  auto* lookup_cmd = app.add_subcommand("lookup", "best config for a problem, from blocktuned (says where it came from)");
+  auto* lookup_cmd =
+      app.add_subcommand("lookup", "best config for a problem, from blocktuned (says where it came from)");
   AddCommon(lookup_cmd, common, true);
   lookup_cmd->add_option("kernel", lookup->kernel, "kernel name");
   lookup_cmd->add_option("--shape", lookup->shape, "problem dims, e.g. m=512,n=512,k=512");
@@ -213,7 +213,8 @@ std::function<int()> RegisterLookupCommands(CLI::App& app, Common& common) {
   misses_cmd->add_option("--kernel", misses->kernel, "only this kernel");
   misses_cmd->add_option("--hardware", misses->hardware, "only keys equal to this or under it");
   misses_cmd->add_option("--top", misses->top, "this many, most missed first")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
 
   return [=, &common]() -> int {
     if (lookup_cmd->parsed()) return RunLookup(common, *lookup);
@@ -226,7 +227,7 @@ std::function<int()> RegisterLookupCommands(CLI::App& app, Common& common) {
     }
     if (hardware_cmd->parsed()) {
       return Show(common, *host_only ? To(Op::kGetHostHardware, {}, {{"threads", std::to_string(*host_threads)}})
-                                   : To(Op::kListHardware));
+                                     : To(Op::kListHardware));
     }
     if (tuned_cmd->parsed()) return RunTuned(common, (*tuned)[0], (*tuned)[1], (*tuned)[2]);
     if (misses_cmd->parsed()) return RunMisses(common, *misses);

@@ -7,9 +7,9 @@
 // (local_commands.h: tables generate|check, bench, regret, simulate, sweeps compare).
 //
 // Exit codes: see client/cli.h.
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <filesystem>
 #include <string>
@@ -35,8 +35,10 @@ int main(int argc, char** argv) {
   CLI::App app{"blocktune: sweep, look up, benchmark and publish tuned kernel block sizes"};
   app.require_subcommand(1);
   {
-    std::string version = std::string(kToolVersion) + "\nkernel fingerprints (" + std::string(FingerprintToolchain()) + "):";
-    for (const KernelSpec* k : AllKernels()) version += "\n  " + std::string(k->name()) + " " + std::string(KernelFingerprint(k->name()));
+    std::string version =
+        std::string(kToolVersion) + "\nkernel fingerprints (" + std::string(FingerprintToolchain()) + "):";
+    for (const KernelSpec* k : AllKernels())
+      version += "\n  " + std::string(k->name()) + " " + std::string(KernelFingerprint(k->name()));
     app.set_version_flag("--version", version, "print the version and this build's kernel fingerprints");
   }
   Common common;

@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "client/cli.h"
+#include "client/service_commands.h"
 #include "server/service.h"
 #include "server/timing_flags.h"
 #include "tuner/isolation/worker_evaluator.h"
-#include "client/service_commands.h"
 
 namespace blocktune::client {
 namespace {
@@ -51,7 +51,8 @@ int RunBackup(const Common& c, const std::string& db, const std::string& out) {
   if (!store) return Fail(kExitDatabase, store.error().ToString());
   if (auto s = (*store)->maintenance().BackupTo(out); !s) return Fail(kExitDatabase, s.error().ToString());
   if (c.json) {
-    std::printf("%s\n", wire::Dump(wire::EncodeBackup(out, static_cast<int64_t>(std::filesystem::file_size(out)))).c_str());
+    std::printf("%s\n",
+                wire::Dump(wire::EncodeBackup(out, static_cast<int64_t>(std::filesystem::file_size(out)))).c_str());
   } else {
     std::printf("backup of %s written to %s\n", db.c_str(), out.c_str());
   }
@@ -71,12 +72,12 @@ int RunHealth(const Common& c) {
   return 0;
 }
 
-
 }  // namespace
 
 std::function<int()> RegisterOperationsCommands(CLI::App& app, Common& common, CLI::App* tables_cmd) {
   auto download = std::make_shared<std::array<std::string, 2>>();
-  auto* download_cmd = tables_cmd->add_subcommand("download", "the generated C++ header for a kernel, from blocktuned's rows");
+  auto* download_cmd =
+      tables_cmd->add_subcommand("download", "the generated C++ header for a kernel, from blocktuned's rows");
   AddCommon(download_cmd, common, true);
   download_cmd->add_option("kernel", (*download)[0], "kernel name")->required();
   download_cmd->add_option("--out", (*download)[1], "file to write (default: stdout)");

@@ -12,10 +12,10 @@
 #include <thread>
 
 #include "client/cli.h"
+#include "client/service_commands.h"
 #include "server/service.h"
 #include "server/timing_flags.h"
 #include "tuner/isolation/worker_evaluator.h"
-#include "client/service_commands.h"
 
 namespace blocktune::client {
 namespace {
@@ -93,7 +93,6 @@ int RunOverrideList(const Common& c) {
   return 0;
 }
 
-
 }  // namespace
 
 std::function<int()> RegisterOverrideCommands(CLI::App& app, Common& common) {
@@ -103,7 +102,8 @@ std::function<int()> RegisterOverrideCommands(CLI::App& app, Common& common) {
   auto* set_cmd = override_cmd->add_subcommand("set", "pin a config for (kernel, hardware, dtype, bucket)");
   AddCommon(set_cmd, common, true);
   set_cmd->add_option("kernel", ov->kernel, "kernel name")->required();
-  set_cmd->add_option("--config", ov->config, "block sizes, e.g. block_m=96,block_n=512 (unset names: default)")->required();
+  set_cmd->add_option("--config", ov->config, "block sizes, e.g. block_m=96,block_n=512 (unset names: default)")
+      ->required();
   set_cmd->add_option("--reason", ov->reason, "why (shown with every answer it serves)")->required();
   set_cmd->add_option("--bucket", ov->bucket, "canonical bucket id, e.g. m1024_n1024_k1024");
   set_cmd->add_option("--shape", ov->shape, "or a problem whose bucket to pin");

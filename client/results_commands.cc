@@ -16,13 +16,13 @@ struct Totals {
   int64_t batches = 0;
   int64_t measurements = 0;  // sent or read
   int64_t inserted = 0;
-  int64_t replayed = 0;      // batches applied before
+  int64_t replayed = 0;  // batches applied before
   int64_t winners = 0;
   int64_t retries = 0;
 };
 
 Json TotalsJson(const Totals& t) {
-  return Json{{"batches", t.batches},   {"measurements", t.measurements}, {"inserted", t.inserted},
+  return Json{{"batches", t.batches},           {"measurements", t.measurements},  {"inserted", t.inserted},
               {"replayed_batches", t.replayed}, {"winners_recomputed", t.winners}, {"retries", t.retries}};
 }
 
@@ -50,10 +50,12 @@ int RunMerge(const Common& c, const MergeArgs& a) {
   // spec's rules a sweep follows) before OUT is opened: one bad record refuses the merge with
   // OUT exactly as it was, instead of leaving the batches before it merged.
   for (size_t i = 0; i < readers.size(); ++i) {
-    auto s = readers[i]->ForEachBatch(static_cast<int64_t>(store::kMaxBatchMeasurements), [&](const store::ResultsBatch& b) -> Status {
-      if (auto c = store::CheckBatch(b); !c) return std::unexpected(WithPathPrefix(c.error(), "batch " + b.batch_id));
-      return {};
-    });
+    auto s = readers[i]->ForEachBatch(static_cast<int64_t>(store::kMaxBatchMeasurements),
+                                      [&](const store::ResultsBatch& b) -> Status {
+                                        if (auto c = store::CheckBatch(b); !c)
+                                          return std::unexpected(WithPathPrefix(c.error(), "batch " + b.batch_id));
+                                        return {};
+                                      });
     if (!s) {
       return Fail(kExitDatabase, "refusing to merge: " + a.inputs[i] + " holds a record a sweep could not have made; " +
                                      a.out + " was not changed: " + s.error().ToString());
@@ -65,21 +67,25 @@ int RunMerge(const Common& c, const MergeArgs& a) {
   Json per_input = Json::array();
   for (size_t i = 0; i < readers.size(); ++i) {
     Totals t;
-    auto s = readers[i]->ForEachBatch(static_cast<int64_t>(store::kMaxBatchMeasurements), [&](const store::ResultsBatch& b) -> Status {
-      auto r = (*st)->results().Apply(b);
-      if (!r) return std::unexpected(WithPathPrefix(r.error(), b.batch_id));
-      ++t.batches;
-      t.measurements += static_cast<int64_t>(b.measurements.size());
-      t.inserted += r->replayed ? 0 : r->inserted;
-      t.replayed += r->replayed ? 1 : 0;
-      t.winners += r->winners;
-      return {};
-    });
-    if (!s) return Fail(kExitDatabase, "merging " + a.inputs[i] + " failed (nothing of its current batch was written): " + s.error().ToString());
+    auto s = readers[i]->ForEachBatch(static_cast<int64_t>(store::kMaxBatchMeasurements),
+                                      [&](const store::ResultsBatch& b) -> Status {
+                                        auto r = (*st)->results().Apply(b);
+                                        if (!r) return std::unexpected(WithPathPrefix(r.error(), b.batch_id));
+                                        ++t.batches;
+                                        t.measurements += static_cast<int64_t>(b.measurements.size());
+                                        t.inserted += r->replayed ? 0 : r->inserted;
+                                        t.replayed += r->replayed ? 1 : 0;
+                                        t.winners += r->winners;
+                                        return {};
+                                      });
+    if (!s)
+      return Fail(kExitDatabase, "merging " + a.inputs[i] +
+                                     " failed (nothing of its current batch was written): " + s.error().ToString());
     if (!c.json) {
-      std::printf("%s: %lld measurements in %lld batches, %lld new, %lld batches merged before, %lld winners recomputed\n",
-                  a.inputs[i].c_str(), static_cast<long long>(t.measurements), static_cast<long long>(t.batches),
-                  static_cast<long long>(t.inserted), static_cast<long long>(t.replayed), static_cast<long long>(t.winners));
+      std::printf(
+          "%s: %lld measurements in %lld batches, %lld new, %lld batches merged before, %lld winners recomputed\n",
+          a.inputs[i].c_str(), static_cast<long long>(t.measurements), static_cast<long long>(t.batches),
+          static_cast<long long>(t.inserted), static_cast<long long>(t.replayed), static_cast<long long>(t.winners));
     }
     Json j = TotalsJson(t);
     j["input"] = a.inputs[i];
@@ -142,14 +148,16 @@ int RunPush(const Common& c, const PushArgs& a) {
       }
       const bool transient = got.error() == kExitUnreachable || got.error() == kExitServerError;
       if (!transient || attempt >= a.retries) {
-        if (transient) Fail(got.error(), "batch " + b.batch_id + " not accepted after " + std::to_string(attempt + 1) + " attempts");
+        if (transient)
+          Fail(got.error(), "batch " + b.batch_id + " not accepted after " + std::to_string(attempt + 1) + " attempts");
         failure = got.error();
         return MakeError(ErrorCode::kUnavailable, "");
       }
       ++t.retries;
       const double wait = std::min(30.0, 0.25 * static_cast<double>(1 << std::min(attempt, 7)));
       std::fprintf(stderr, "blocktune: batch %s: %s; retry %d in %.1f s\n", b.batch_id.c_str(),
-                   got.error() == kExitUnreachable ? "server unreachable or timed out" : "server error", attempt + 1, wait);
+                   got.error() == kExitUnreachable ? "server unreachable or timed out" : "server error", attempt + 1,
+                   wait);
       std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
   });
@@ -163,10 +171,11 @@ int RunPush(const Common& c, const PushArgs& a) {
     j["server"] = c.server;
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("pushed %s to %s: %lld measurements in %lld batches, %lld new there, %lld batches already there, %lld "
-                "retries\n",
-                a.db.c_str(), c.server.c_str(), static_cast<long long>(t.measurements), static_cast<long long>(t.batches),
-                static_cast<long long>(t.inserted), static_cast<long long>(t.replayed), static_cast<long long>(t.retries));
+    std::printf(
+        "pushed %s to %s: %lld measurements in %lld batches, %lld new there, %lld batches already there, %lld "
+        "retries\n",
+        a.db.c_str(), c.server.c_str(), static_cast<long long>(t.measurements), static_cast<long long>(t.batches),
+        static_cast<long long>(t.inserted), static_cast<long long>(t.replayed), static_cast<long long>(t.retries));
   }
   return 0;
 }
@@ -193,14 +202,19 @@ std::function<int()> RegisterResultsCommands(CLI::App& app, Common& common) {
       "a timeout or a kill of either side: nothing is lost or stored twice");
   AddCommon(push_cmd, common, true);
   push_cmd->add_option("db", push->db, "database to send (opened read-only)")->required();
-  push_cmd->add_option("--batch", push->batch, "measurements per request")->capture_default_str()->check(CLI::Range(1, 1000));
+  push_cmd->add_option("--batch", push->batch, "measurements per request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
   push_cmd->add_option("--retries", push->retries, "retries of a batch after a timeout, a refused connection or a 5xx")
-      ->capture_default_str()->check(CLI::Range(0, 100));
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   push_cmd->add_option("--timeout", push->timeout_seconds, "seconds to wait for the answer to one batch")
-      ->capture_default_str()->check(CLI::Range(1, 3600));
-  push_cmd->add_option("--cacert", push->cacert,
-                       "with an https:// --server (nginx in front, deploy/nginx/blocktune.conf): trust this PEM "
-                       "certificate or CA instead of the system's")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  push_cmd
+      ->add_option("--cacert", push->cacert,
+                   "with an https:// --server (nginx in front, deploy/nginx/blocktune.conf): trust this PEM "
+                   "certificate or CA instead of the system's")
       ->check(CLI::ExistingFile);
 
   return [&common, merge, push, merge_cmd, push_cmd]() -> int {

@@ -12,9 +12,9 @@ int Show(const Common& c, const Target& target) {
 }
 
 std::function<int()> RegisterServiceCommands(CLI::App& app, Common& common, CLI::App* tables_cmd) {
-  std::vector<std::function<int()>> groups = {
-      RegisterSweepCommands(app, common), RegisterLookupCommands(app, common), RegisterOverrideCommands(app, common),
-      RegisterOperationsCommands(app, common, tables_cmd)};
+  std::vector<std::function<int()>> groups = {RegisterSweepCommands(app, common), RegisterLookupCommands(app, common),
+                                              RegisterOverrideCommands(app, common),
+                                              RegisterOperationsCommands(app, common, tables_cmd)};
   return [groups]() -> int {
     for (const auto& g : groups) {
       if (const int rc = g(); rc >= 0) return rc;

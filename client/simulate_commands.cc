@@ -1,9 +1,9 @@
 // blocktune simulate and blocktune sweeps compare: the logic is tuner/search/simulate.h; here
 // only loading stored measurements and printing; see local_commands.h.
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -19,15 +19,16 @@
 #include <thread>
 #include <tuple>
 
-#include "client/cli.h"
 #include "blocktune/version.h"
-#include "kernels/core/fingerprint.h"
+#include "client/cli.h"
+#include "client/local_commands.h"
+#include "codegen/codegen.h"
 #include "external/runner.h"
 #include "external/spec.h"
+#include "kernels/core/fingerprint.h"
 #include "kernels/core/kernel_spec.h"
-#include "store/store.h"
 #include "server/wire.h"
-#include "codegen/codegen.h"
+#include "store/store.h"
 #include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
 #include "tuner/lookup.h"
@@ -35,7 +36,6 @@
 #include "tuner/search/simulate.h"
 #include "tuner/sweep.h"
 #include "tuner/timing/timing.h"
-#include "client/local_commands.h"
 
 namespace blocktune::client {
 namespace {
@@ -56,7 +56,8 @@ using client::ParseShape;
 
 Result<std::vector<tuner::StoredBucket>> LoadSweepBuckets(store::Store& db, const store::SweepRecord& sweep) {
   const KernelSpec* spec = FindKernel(sweep.request.kernel);
-  if (spec == nullptr) return InvalidArgument("sweep " + std::to_string(sweep.id) + " has unknown kernel " + sweep.request.kernel);
+  if (spec == nullptr)
+    return InvalidArgument("sweep " + std::to_string(sweep.id) + " has unknown kernel " + sweep.request.kernel);
   std::vector<tuner::Measurement> all;
   std::set<std::string> seen;
   for (const auto& shape : sweep.request.shapes) {
@@ -71,7 +72,8 @@ Result<std::vector<tuner::StoredBucket>> LoadSweepBuckets(store::Store& db, cons
 
 // Every bucket of every finished exhaustive sweep of `kernel` (all kernels if empty); a bucket
 // measured by several sweeps gets each config's lowest median over them (tuner::CombineSweeps).
-Result<std::vector<tuner::StoredBucket>> LoadExhaustive(const std::vector<std::string>& paths, const std::string& kernel) {
+Result<std::vector<tuner::StoredBucket>> LoadExhaustive(const std::vector<std::string>& paths,
+                                                        const std::string& kernel) {
   std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<tuner::StoredBucket>> runs;
   for (const std::string& path : paths) {
     if (access(path.c_str(), R_OK) != 0) return NotFound("cannot read database " + path);
@@ -146,7 +148,8 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
     if (!more) return Fail(kExitFailed, "--prior " + path + ": " + more.error().ToString());
     for (auto& b : *more) prior.push_back(std::move(b));
   }
-  if (buckets->empty()) return Fail(kExitFailed, "no stored exhaustive measurements" + (a.kernel.empty() ? "" : " of " + a.kernel));
+  if (buckets->empty())
+    return Fail(kExitFailed, "no stored exhaustive measurements" + (a.kernel.empty() ? "" : " of " + a.kernel));
   if (!a.export_path.empty()) {
     std::ofstream out(a.export_path, std::ios::binary);
     out << tuner::FormatStoredBuckets(*buckets);
@@ -173,27 +176,38 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
     Json rows = Json::array();
     for (const auto& b : report->buckets) {
       const auto score = [&](const tuner::StrategyScore& s) {
-        Json j{{"mean_ratio", s.mean_ratio}, {"min_ratio", s.min_ratio}, {"hit_fraction", s.hit_fraction},
-               {"score", s.score}, {"score_at_budget", s.score_at_budget}, {"best_ns", s.best_ns}};
+        Json j{{"mean_ratio", s.mean_ratio},           {"min_ratio", s.min_ratio},
+               {"hit_fraction", s.hit_fraction},       {"score", s.score},
+               {"score_at_budget", s.score_at_budget}, {"best_ns", s.best_ns}};
         if (a.curves) j["curve"] = s.curve;
         return j;
       };
-      rows.push_back({{"kernel", b.kernel}, {"hardware", b.hardware_key}, {"dtype", DTypeName(b.dtype)},
-                      {"bucket", b.bucket}, {"space", b.space_size}, {"budget", b.budget},
-                      {"optimum_ns", b.optimum_ns}, {"optimum", wire::EncodeConfig(b.optimum)},
+      rows.push_back({{"kernel", b.kernel},
+                      {"hardware", b.hardware_key},
+                      {"dtype", DTypeName(b.dtype)},
+                      {"bucket", b.bucket},
+                      {"space", b.space_size},
+                      {"budget", b.budget},
+                      {"optimum_ns", b.optimum_ns},
+                      {"optimum", wire::EncodeConfig(b.optimum)},
                       {"random_expected_ns", b.random_expected_ns},
-                      {a.strategy, score(b.strategy)}, {"random", score(b.random)}});
+                      {a.strategy, score(b.strategy)},
+                      {"random", score(b.random)}});
     }
-    std::printf("%s\n", Json{{"strategy", a.strategy}, {"budget_fraction", a.budget_fraction}, {"budget", a.budget},
-                              {"seeds", a.seeds}, {"strategy_score", report->strategy_score},
-                              {"random_score", report->random_score},
-                              {"threshold", a.threshold}, {"buckets", rows},
-                              {"strategy_bucket_fraction", report->strategy_bucket_fraction},
-                              {"random_bucket_fraction", report->random_bucket_fraction},
-                              {"strategy_mean_ratio", report->strategy_mean_ratio},
-                              {"random_mean_ratio", report->random_mean_ratio},
-                              {"strategy_run_fraction", report->strategy_run_fraction},
-                              {"random_run_fraction", report->random_run_fraction}}
+    std::printf("%s\n", Json{{"strategy", a.strategy},
+                             {"budget_fraction", a.budget_fraction},
+                             {"budget", a.budget},
+                             {"seeds", a.seeds},
+                             {"strategy_score", report->strategy_score},
+                             {"random_score", report->random_score},
+                             {"threshold", a.threshold},
+                             {"buckets", rows},
+                             {"strategy_bucket_fraction", report->strategy_bucket_fraction},
+                             {"random_bucket_fraction", report->random_bucket_fraction},
+                             {"strategy_mean_ratio", report->strategy_mean_ratio},
+                             {"random_mean_ratio", report->random_mean_ratio},
+                             {"strategy_run_fraction", report->strategy_run_fraction},
+                             {"random_run_fraction", report->random_run_fraction}}
                             .dump()
                             .c_str());
     return 0;
@@ -225,10 +239,10 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
       "%s at %s, %d seeds: best-found >= %.2f of the optimum on %.1f%% of %zu buckets "
       "(random: %.1f%%); mean best/optimum %.4f (random %.4f); runs >= %.2f: %.1f%% (random %.1f%%); "
       "methodology score %.3f (random %.3f)\n",
-      a.strategy.c_str(), budget, a.seeds, a.threshold, 100 * report->strategy_bucket_fraction,
-      report->buckets.size(), 100 * report->random_bucket_fraction, report->strategy_mean_ratio,
-      report->random_mean_ratio, a.threshold, 100 * report->strategy_run_fraction, 100 * report->random_run_fraction,
-      report->strategy_score, report->random_score);
+      a.strategy.c_str(), budget, a.seeds, a.threshold, 100 * report->strategy_bucket_fraction, report->buckets.size(),
+      100 * report->random_bucket_fraction, report->strategy_mean_ratio, report->random_mean_ratio, a.threshold,
+      100 * report->strategy_run_fraction, 100 * report->random_run_fraction, report->strategy_score,
+      report->random_score);
   return 0;
 }
 
@@ -296,20 +310,25 @@ int RunCompare(const Common& c, const CompareArgs& a) {
     timing.min_repetition_ns = a.min_time_ms * 1e6;
     timing.repetitions = a.repetitions;
     tuner::InProcessEvaluator evaluator;
-    r = tuner::RemeasureChoices(*spec, sa.request.dtype, sa.request.threads, ca->chosen, cb->chosen, evaluator,
-                                timing, a.tolerance);
+    r = tuner::RemeasureChoices(*spec, sa.request.dtype, sa.request.threads, ca->chosen, cb->chosen, evaluator, timing,
+                                a.tolerance);
   } else {
     r = tuner::CompareChoices(ca->buckets, ca->chosen, cb->buckets, cb->chosen, a.tolerance);
   }
   if (c.json) {
     Json rows = Json::array();
     for (const auto& g : r.buckets) {
-      rows.push_back({{"bucket", g.bucket}, {"chosen_a", wire::EncodeConfig(g.chosen_a)},
-                      {"chosen_b", wire::EncodeConfig(g.chosen_b)}, {"slowdown", g.slowdown},
-                      {"judged_by", std::string(1, g.judged_by)}, {"within", g.within}});
+      rows.push_back({{"bucket", g.bucket},
+                      {"chosen_a", wire::EncodeConfig(g.chosen_a)},
+                      {"chosen_b", wire::EncodeConfig(g.chosen_b)},
+                      {"slowdown", g.slowdown},
+                      {"judged_by", std::string(1, g.judged_by)},
+                      {"within", g.within}});
     }
-    std::printf("%s\n", Json{{"tolerance", r.tolerance}, {"buckets", rows}, {"within_fraction", r.within_fraction},
-                              {"unjudged", r.unjudged}}
+    std::printf("%s\n", Json{{"tolerance", r.tolerance},
+                             {"buckets", rows},
+                             {"within_fraction", r.within_fraction},
+                             {"unjudged", r.unjudged}}
                             .dump()
                             .c_str());
     return 0;
@@ -344,27 +363,38 @@ std::function<int()> RegisterSimulateCommands(CLI::App& app, Common& common) {
                            "gets each config's lowest median)");
   simulate_cmd->add_option("--data", simulate.data, "tab-separated export (see --export) instead of --db");
   simulate_cmd->add_option("--kernel", simulate.kernel, "only this kernel (default: all)");
-  simulate_cmd->add_option("--strategy", simulate.strategy,
-                           "strategy to score (transfer and auto: each bucket's prior is every other bucket of the same "
-                           "kernel, hardware and dtype in the data, plus --prior; docs/search.md)")
-      ->capture_default_str()->check(CLI::IsMember({"random", "anneal", "surrogate", "transfer", "auto"}));
-  simulate_cmd->add_option("--budget-fraction", simulate.budget_fraction, "evaluations as a fraction of each bucket's space")
-      ->capture_default_str()->check(CLI::Range(0.001, 1.0));
-  simulate_cmd->add_option("--budget", simulate.budget,
-                           "evaluations per bucket (capped at its space), instead of --budget-fraction: distinct configs "
-                           "measured, failed ones included")
+  simulate_cmd
+      ->add_option("--strategy", simulate.strategy,
+                   "strategy to score (transfer and auto: each bucket's prior is every other bucket of the same "
+                   "kernel, hardware and dtype in the data, plus --prior; docs/search.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"random", "anneal", "surrogate", "transfer", "auto"}));
+  simulate_cmd
+      ->add_option("--budget-fraction", simulate.budget_fraction, "evaluations as a fraction of each bucket's space")
+      ->capture_default_str()
+      ->check(CLI::Range(0.001, 1.0));
+  simulate_cmd
+      ->add_option("--budget", simulate.budget,
+                   "evaluations per bucket (capped at its space), instead of --budget-fraction: distinct configs "
+                   "measured, failed ones included")
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
-  simulate_cmd->add_option("--prior", simulate.prior,
-                           "other landscapes of the same kernel (databases with exhaustive sweeps, or --export files), "
-                           "e.g. the other devices': a prior for transfer and auto")
+  simulate_cmd
+      ->add_option("--prior", simulate.prior,
+                   "other landscapes of the same kernel (databases with exhaustive sweeps, or --export files), "
+                   "e.g. the other devices': a prior for transfer and auto")
       ->expected(1, -1);
-  simulate_cmd->add_option("--seeds", simulate.seeds, "runs per bucket (seeds 1..N)")->capture_default_str()->check(CLI::Range(1, 100000));
+  simulate_cmd->add_option("--seeds", simulate.seeds, "runs per bucket (seeds 1..N)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
   simulate_cmd->add_option("--first-seed", simulate.first_seed, "first seed")->capture_default_str();
   simulate_cmd->add_flag("--sequential-prior", simulate.sequential_prior,
-                        "transfer: each bucket's prior is only the buckets before it in the data, as far as this "
-                        "replay measured them (one sweep on a machine with nothing stored)");
-  simulate_cmd->add_option("--threshold", simulate.threshold, "best/optimum counted as a hit")->capture_default_str()->check(CLI::Range(0.0, 1.0));
-  simulate_cmd->add_option("--export", simulate.export_path, "also write the loaded measurements to this file (the --data format)");
+                         "transfer: each bucket's prior is only the buckets before it in the data, as far as this "
+                         "replay measured them (one sweep on a machine with nothing stored)");
+  simulate_cmd->add_option("--threshold", simulate.threshold, "best/optimum counted as a hit")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  simulate_cmd->add_option("--export", simulate.export_path,
+                           "also write the loaded measurements to this file (the --data format)");
   simulate_cmd->add_flag("--curves", simulate.curves, "print best/optimum after each evaluation");
 
   auto compare_ptr = std::make_shared<CompareArgs>();
@@ -372,8 +402,7 @@ std::function<int()> RegisterSimulateCommands(CLI::App& app, Common& common) {
   // `sweeps` (list, show, wait, cancel, measurements) is registered with the service commands;
   // `compare` joins it there.
   CLI::App* sweeps_cmd = nullptr;
-  for (CLI::App* sub : app.get_subcommands(
-           [](const CLI::App* a) { return a->get_name() == "sweeps"; })) {
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App* a) { return a->get_name() == "sweeps"; })) {
     sweeps_cmd = sub;
   }
   if (sweeps_cmd == nullptr) sweeps_cmd = app.add_subcommand("sweeps", "inspect stored sweeps");
@@ -385,14 +414,17 @@ std::function<int()> RegisterSimulateCommands(CLI::App& app, Common& common) {
   compare_cmd->add_option("--db-b", compare.db_b, "database of sweep B (may equal --db-a)")->required();
   compare_cmd->add_option("--sweep-b", compare.sweep_b, "id of sweep B")->required();
   compare_cmd->add_option("--tolerance", compare.tolerance, "relative difference counted as agreement")
-      ->capture_default_str()->check(CLI::Range(0.0, 1.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   compare_cmd->add_flag("--remeasure", compare.remeasure,
                         "judge by timing both choices again here, side by side with interleaved repetitions "
                         "(runs the kernels), instead of by the sweeps' stored medians");
   compare_cmd->add_option("--min-time-ms", compare.min_time_ms, "with --remeasure: minimum time per repetition")
-      ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 10000.0));
   compare_cmd->add_option("--repetitions", compare.repetitions, "with --remeasure: interleaved repetitions")
-      ->capture_default_str()->check(CLI::Range(1, 1000));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
 
   return [=, &common]() -> int {
     if (simulate_cmd->parsed()) return RunSimulate(common, *simulate_ptr);

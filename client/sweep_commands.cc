@@ -13,10 +13,10 @@
 #include <thread>
 
 #include "client/cli.h"
+#include "client/service_commands.h"
 #include "server/service.h"
 #include "server/timing_flags.h"
 #include "tuner/isolation/worker_evaluator.h"
-#include "client/service_commands.h"
 
 namespace blocktune::client {
 namespace {
@@ -66,7 +66,8 @@ int Finish(const Common& c, const Json& body, const wire::SweepStatusView& st, b
     if (st.breakdown) PrintBreakdownLine(*st.breakdown);
   }
   if (st.status != "done") {
-    return Fail(kExitFailed, "sweep " + std::to_string(st.id) + " " + st.status + (st.error.empty() ? "" : ": " + st.error));
+    return Fail(kExitFailed,
+                "sweep " + std::to_string(st.id) + " " + st.status + (st.error.empty() ? "" : ": " + st.error));
   }
   return 0;
 }
@@ -208,7 +209,8 @@ int RunSweepFromMisses(const Common& c, const SweepArgs& a);
 
 int RunSweep(const Common& c, const SweepArgs& a) {
   if (a.from_misses) return RunSweepFromMisses(c, a);
-  if (a.kernel.empty() || a.shapes.empty()) return Fail(kExitUsage, "sweep needs KERNEL and --shape (or --from-misses)");
+  if (a.kernel.empty() || a.shapes.empty())
+    return Fail(kExitUsage, "sweep needs KERNEL and --shape (or --from-misses)");
   if (!a.shard.empty() && !a.local) {
     return Fail(kExitUsage, "--shard runs a slice of the plan on this machine: add --local (and --db)");
   }
@@ -252,7 +254,8 @@ int RunSweep(const Common& c, const SweepArgs& a) {
 // count) that a lookup still does not answer as tuned or override, swept in one sweep per
 // (kernel, dtype, threads) with the other sweep options.
 int RunSweepFromMisses(const Common& c, const SweepArgs& a) {
-  if (a.local) return Fail(kExitUsage, "--from-misses needs the daemon (its lookups are what is counted); drop --local");
+  if (a.local)
+    return Fail(kExitUsage, "--from-misses needs the daemon (its lookups are what is counted); drop --local");
   if (!a.shapes.empty()) return Fail(kExitUsage, "--from-misses takes its shapes from the misses; drop --shape");
   auto host = Call(c, To(Op::kGetHostHardware, {}, {{"threads", "1"}}));
   if (!host) return host.error();
@@ -266,7 +269,8 @@ int RunSweepFromMisses(const Common& c, const SweepArgs& a) {
   if (!isa.empty()) {
     const size_t first = prefix.find('.');
     const size_t second = prefix.find('.', first + 1);
-    if (first == std::string::npos || second == std::string::npos) return Fail(kExitServerError, "unexpected hardware key " + key);
+    if (first == std::string::npos || second == std::string::npos)
+      return Fail(kExitServerError, "unexpected hardware key " + key);
     prefix = prefix.substr(0, first + 1) + isa + prefix.substr(second);
   }
   auto threads_of = [&](const std::string& k) -> int {
@@ -342,8 +346,8 @@ int RunSweepFromMisses(const Common& c, const SweepArgs& a) {
     if (!got) return got.error();
     const int64_t id = got->body.value("id", int64_t{0});
     ids.push_back(id);
-    created.push_back(Json{{"id", id}, {"kernel", g.kernel}, {"dtype", one.dtype}, {"threads", g.threads},
-                           {"buckets", g.shapes.size()}});
+    created.push_back(Json{
+        {"id", id}, {"kernel", g.kernel}, {"dtype", one.dtype}, {"threads", g.threads}, {"buckets", g.shapes.size()}});
     if (!c.json) {
       std::printf("sweep %lld queued: %s %s threads=%d, %zu missed bucket(s)\n", static_cast<long long>(id),
                   g.kernel.c_str(), one.dtype.c_str(), g.threads, g.shapes.size());
@@ -381,7 +385,7 @@ struct SweepsArgs {
 
 int RunSweepsList(const Common& c, const SweepsArgs& a) {
   std::vector<std::pair<std::string, std::string>> query = {{"limit", std::to_string(a.limit)},
-                                                              {"after_id", std::to_string(a.after)}};
+                                                            {"after_id", std::to_string(a.after)}};
   if (!a.status.empty()) query.emplace_back("status", a.status);
   auto got = Call(c, To(Op::kListSweeps, {}, query));
   if (!got) return got.error();
@@ -425,46 +429,62 @@ int RunMeasurements(const Common& c, const SweepsArgs& a) {
   return 0;
 }
 
-
 }  // namespace
 
 std::function<int()> RegisterSweepCommands(CLI::App& app, Common& common) {
   auto sweep = std::make_shared<SweepArgs>();
-  auto* sweep_cmd = app.add_subcommand("sweep", "run a sweep (on blocktuned, or --local) and wait, with a progress bar and ETA");
+  auto* sweep_cmd =
+      app.add_subcommand("sweep", "run a sweep (on blocktuned, or --local) and wait, with a progress bar and ETA");
   AddCommon(sweep_cmd, common, true);
   sweep_cmd->add_option("kernel", sweep->kernel, "kernel name, e.g. matmul (with --from-misses: only this kernel)");
-  sweep_cmd->add_option("--shape", sweep->shapes, "problem dims, e.g. m=1024,n=1024,k=1024 (repeatable; required unless --from-misses)");
+  sweep_cmd->add_option("--shape", sweep->shapes,
+                        "problem dims, e.g. m=1024,n=1024,k=1024 (repeatable; required unless --from-misses)");
   sweep_cmd->add_option("--dtype", sweep->dtype, "element type")->capture_default_str();
-  sweep_cmd->add_option("--threads", sweep->threads, "threads the kernel runs with")->capture_default_str()->check(CLI::Range(1, 256));
-  sweep_cmd->add_option("--strategy", sweep->strategy,
-                        "exhaustive, random, anneal, surrogate, transfer or auto (docs/tuning.md, docs/search.md); "
-                        "default exhaustive, auto for external kernels")
+  sweep_cmd->add_option("--threads", sweep->threads, "threads the kernel runs with")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 256));
+  sweep_cmd
+      ->add_option("--strategy", sweep->strategy,
+                   "exhaustive, random, anneal, surrogate, transfer or auto (docs/tuning.md, docs/search.md); "
+                   "default exhaustive, auto for external kernels")
       ->check(CLI::IsMember({"exhaustive", "random", "anneal", "surrogate", "transfer", "auto"}));
-  sweep_cmd->add_option("--budget", sweep->budget,
-                        "evaluations per bucket (0: random 32, anneal/surrogate/transfer a tenth of the valid space, at least 8)")
+  sweep_cmd
+      ->add_option(
+          "--budget", sweep->budget,
+          "evaluations per bucket (0: random 32, anneal/surrogate/transfer a tenth of the valid space, at least 8)")
       ->capture_default_str();
   sweep_cmd->add_option("--budget-seconds", sweep->budget_seconds, "wall-clock limit of each bucket's search (0: none)")
-      ->capture_default_str()->check(CLI::Range(0.0, 1e7));
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
   sweep_cmd->add_option("--seed", sweep->seed, "seed for random sampling")->capture_default_str();
   sweep_cmd->add_flag("--no-wait", sweep->no_wait, "queue the sweep and return its id");
-  sweep_cmd->add_option("--idempotency-key", sweep->idempotency_key, "a retry with the same key returns the same sweep");
-  sweep_cmd->add_flag("--local", sweep->local, "no daemon: run the sweep in this process on the embedded database (--db)");
+  sweep_cmd->add_option("--idempotency-key", sweep->idempotency_key,
+                        "a retry with the same key returns the same sweep");
+  sweep_cmd->add_flag("--local", sweep->local,
+                      "no daemon: run the sweep in this process on the embedded database (--db)");
   sweep_cmd->add_option("--db", sweep->db, "database for --local")->capture_default_str();
   server::AddTimingFlags(sweep_cmd, sweep->timing, "--local: ");
-  sweep_cmd->add_option("--worker", sweep->worker, "--local: worker executable (default: blocktune-worker next to this program or in its build tree)");
-  sweep_cmd->add_option("--isa", sweep->isa,
-                        "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); results are "
-                        "filed under that level's hardware key")
+  sweep_cmd->add_option(
+      "--worker", sweep->worker,
+      "--local: worker executable (default: blocktune-worker next to this program or in its build tree)");
+  sweep_cmd
+      ->add_option("--isa", sweep->isa,
+                   "run the kernels of this ISA level (avx512, avx2, base; at most the CPU's own); results are "
+                   "filed under that level's hardware key")
       ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
   sweep_cmd->add_flag("--from-misses", sweep->from_misses,
                       "sweep the most missed buckets of the daemon's host instead of --shape (GET /v1/misses, skipping "
                       "buckets now tuned or pinned): one sweep per kernel, dtype and thread count");
-  sweep_cmd->add_option("--top", sweep->top, "with --from-misses: this many buckets")->capture_default_str()->check(CLI::Range(1, 10000));
-  sweep_cmd->add_option("--shard", sweep->shard,
-                        "--local: run slice I of N (0 <= I < N) of the plan, e.g. $SLURM_ARRAY_TASK_ID/4: exhaustive and random "
-                        "cut by (bucket, config), model-guided strategies by bucket; merge the shards' databases with "
-                        "`blocktune db merge`, which chooses the winners (docs/scale.md)");
-  sweep_cmd->add_flag("--in-process", sweep->in_process, "--local: run configs in this process (debugging only: a crashing config ends the sweep)");
+  sweep_cmd->add_option("--top", sweep->top, "with --from-misses: this many buckets")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  sweep_cmd->add_option(
+      "--shard", sweep->shard,
+      "--local: run slice I of N (0 <= I < N) of the plan, e.g. $SLURM_ARRAY_TASK_ID/4: exhaustive and random "
+      "cut by (bucket, config), model-guided strategies by bucket; merge the shards' databases with "
+      "`blocktune db merge`, which chooses the winners (docs/scale.md)");
+  sweep_cmd->add_flag("--in-process", sweep->in_process,
+                      "--local: run configs in this process (debugging only: a crashing config ends the sweep)");
 
   auto sweeps = std::make_shared<SweepsArgs>();
   auto* sweeps_cmd = app.add_subcommand("sweeps", "list, show, wait for, cancel sweeps and page their measurements");
@@ -477,7 +497,8 @@ std::function<int()> RegisterSweepCommands(CLI::App& app, Common& common) {
   auto* show_cmd = sweeps_cmd->add_subcommand("show", "one sweep: progress, ETA, counts by outcome");
   AddCommon(show_cmd, common, true);
   show_cmd->add_option("id", sweeps->id, "sweep id")->required();
-  auto* wait_cmd = sweeps_cmd->add_subcommand("wait", "wait for a sweep with a progress bar; exit 1 unless it ends done");
+  auto* wait_cmd =
+      sweeps_cmd->add_subcommand("wait", "wait for a sweep with a progress bar; exit 1 unless it ends done");
   AddCommon(wait_cmd, common, true);
   wait_cmd->add_option("id", sweeps->id, "sweep id")->required();
   auto* cancel_cmd = sweeps_cmd->add_subcommand("cancel", "cancel a queued or running sweep");

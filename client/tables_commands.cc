@@ -1,9 +1,9 @@
 // blocktune tables generate and tables check: the generated tables from the checked-in jsonl and
 // a database's rows, and their fingerprints against this build's; see local_commands.h.
-#include <CLI/CLI.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -19,15 +19,16 @@
 #include <thread>
 #include <tuple>
 
-#include "client/cli.h"
 #include "blocktune/version.h"
-#include "kernels/core/fingerprint.h"
+#include "client/cli.h"
+#include "client/local_commands.h"
+#include "codegen/codegen.h"
 #include "external/runner.h"
 #include "external/spec.h"
+#include "kernels/core/fingerprint.h"
 #include "kernels/core/kernel_spec.h"
-#include "store/store.h"
 #include "server/wire.h"
-#include "codegen/codegen.h"
+#include "store/store.h"
 #include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
 #include "tuner/lookup.h"
@@ -35,7 +36,6 @@
 #include "tuner/search/simulate.h"
 #include "tuner/sweep.h"
 #include "tuner/timing/timing.h"
-#include "client/local_commands.h"
 
 namespace blocktune::client {
 namespace {
@@ -136,7 +136,8 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
   }
   auto files = codegen::GenerateAll(entries, &skipped);
   if (!files) return Fail(kExitFailed, files.error().ToString());
-  for (const auto& why : skipped) std::fprintf(stderr, "blocktune: warning: tuned row skipped, not published: %s\n", why.c_str());
+  for (const auto& why : skipped)
+    std::fprintf(stderr, "blocktune: warning: tuned row skipped, not published: %s\n", why.c_str());
   if (a.check) {
     int stale = 0;
     for (const auto& [rel, contents] : *files) {
@@ -148,7 +149,9 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
         ++stale;
       }
     }
-    if (stale) return Fail(kExitFailed, std::to_string(stale) + " generated file(s) differ; run: " + std::string(codegen::kRegenerateCommand));
+    if (stale)
+      return Fail(kExitFailed, std::to_string(stale) +
+                                   " generated file(s) differ; run: " + std::string(codegen::kRegenerateCommand));
     if (!c.json) std::printf("%zu generated files up to date in %s\n", files->size(), a.out.c_str());
     return 0;
   }
@@ -157,8 +160,8 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
   if (c.json) {
     Json gate = Json::array();
     for (const auto& ev : events) {
-      Json e{{"kernel", ev.kernel}, {"hardware", ev.hardware}, {"dtype", ev.dtype}, {"bucket", ev.bucket},
-             {"what", ev.what}, {"detail", ev.detail}};
+      Json e{{"kernel", ev.kernel}, {"hardware", ev.hardware}, {"dtype", ev.dtype},
+             {"bucket", ev.bucket}, {"what", ev.what},         {"detail", ev.detail}};
       if (ev.record) {
         e["old_config"] = wire::EncodeConfig(ev.record->old_config);
         e["new_config"] = wire::EncodeConfig(ev.record->new_config);
@@ -169,7 +172,9 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
       }
       gate.push_back(std::move(e));
     }
-    std::printf("%s\n", Json{{"rows", entries.size()}, {"written", *written}, {"gate", gate}, {"skipped", skipped}}.dump().c_str());
+    std::printf(
+        "%s\n",
+        Json{{"rows", entries.size()}, {"written", *written}, {"gate", gate}, {"skipped", skipped}}.dump().c_str());
   } else {
     std::printf("%zu tuned rows; %zu file(s) written, %zu unchanged, in %s\n", entries.size(), written->size(),
                 files->size() - written->size(), a.out.c_str());
@@ -199,8 +204,10 @@ int RunTablesCheck(const Common& c, const TablesArgs& a) {
       ++fresh;
       continue;
     }
-    Json row{{"kernel", e.kernel},   {"hardware", e.hardware_key},
-             {"dtype", DTypeName(e.dtype)}, {"bucket", e.bucket},
+    Json row{{"kernel", e.kernel},
+             {"hardware", e.hardware_key},
+             {"dtype", DTypeName(e.dtype)},
+             {"bucket", e.bucket},
              {"fingerprint", e.fingerprint.empty() ? Json(nullptr) : Json(e.fingerprint)},
              {"build_fingerprint", KernelFingerprint(e.kernel)}};
     if (!served) {
@@ -213,8 +220,11 @@ int RunTablesCheck(const Common& c, const TablesArgs& a) {
     }
   }
   if (c.json) {
-    std::printf("%s\n", Json{{"rows", rows->size()}, {"fresh", fresh}, {"stale", stale}, {"unknown", unknown},
-                              {"not_served", ignored}}.dump().c_str());
+    std::printf(
+        "%s\n",
+        Json{{"rows", rows->size()}, {"fresh", fresh}, {"stale", stale}, {"unknown", unknown}, {"not_served", ignored}}
+            .dump()
+            .c_str());
   } else {
     auto print = [](const char* what, const Json& list) {
       for (const auto& r : list) {
@@ -222,17 +232,19 @@ int RunTablesCheck(const Common& c, const TablesArgs& a) {
                     r["hardware"].get<std::string>().c_str(), r["dtype"].get<std::string>().c_str(),
                     r["bucket"].get<std::string>().c_str(),
                     r["fingerprint"].is_null() ? "unknown" : r["fingerprint"].get<std::string>().c_str(),
-                    r["build_fingerprint"].get<std::string>().empty() ? "(no such kernel)"
-                                                                      : r["build_fingerprint"].get<std::string>().c_str());
+                    r["build_fingerprint"].get<std::string>().empty()
+                        ? "(no such kernel)"
+                        : r["build_fingerprint"].get<std::string>().c_str());
       }
     };
     print("stale", stale);
     print("unknown", unknown);
     print("ignored", ignored);
-    std::printf("%zu rows in %s%s: %d fresh, %zu stale, %zu unknown (measured before fingerprints), %zu not served "
-                "(unknown kernel or old bucket version)\n",
-                rows->size(), path.c_str(), a.db.empty() ? "" : (" over " + a.db).c_str(), fresh, stale.size(),
-                unknown.size(), ignored.size());
+    std::printf(
+        "%zu rows in %s%s: %d fresh, %zu stale, %zu unknown (measured before fingerprints), %zu not served "
+        "(unknown kernel or old bucket version)\n",
+        rows->size(), path.c_str(), a.db.empty() ? "" : (" over " + a.db).c_str(), fresh, stale.size(), unknown.size(),
+        ignored.size());
   }
   if (stale_served > 0) {
     return Fail(kExitFailed, std::to_string(stale_served) +
@@ -259,22 +271,28 @@ std::function<int()> RegisterTablesCommands(CLI::App* tables_cmd, Common& common
   generate_cmd->add_flag("--force", tables_args.force,
                          "skip the regression gate: take every --db row even where the re-timing would keep the "
                          "checked-in row (recorded as 'forced' in the row's gate provenance)");
-  generate_cmd->add_option("--gate-repetitions", tables_args.gate_repetitions,
-                           "regression gate: interleaved repetitions of the old and the new config")
-      ->capture_default_str()->check(CLI::Range(3, 1000));
-  generate_cmd->add_option("--gate-min-time-ms", tables_args.gate_min_time_ms,
-                           "regression gate: minimum time per repetition")
-      ->capture_default_str()->check(CLI::Range(0.1, 10000.0));
+  generate_cmd
+      ->add_option("--gate-repetitions", tables_args.gate_repetitions,
+                   "regression gate: interleaved repetitions of the old and the new config")
+      ->capture_default_str()
+      ->check(CLI::Range(3, 1000));
+  generate_cmd
+      ->add_option("--gate-min-time-ms", tables_args.gate_min_time_ms, "regression gate: minimum time per repetition")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 10000.0));
   generate_cmd->add_option("--worker", tables_args.worker,
                            "regression gate: worker executable that verifies and times the configs (default: "
                            "blocktune-worker next to this program or in its build tree)");
   auto* check_cmd = tables_cmd->add_subcommand(
-      "check", "list tuned rows measured by another build of their kernel (stale) or of unknown fingerprint; exit 1 "
-               "if any stale row would be served");
+      "check",
+      "list tuned rows measured by another build of their kernel (stale) or of unknown fingerprint; exit 1 "
+      "if any stale row would be served");
   AddCommon(check_cmd, common, false);
-  check_cmd->add_option("--out", tables_args.out, "tables directory (reads its tuned_entries.jsonl)")->capture_default_str();
+  check_cmd->add_option("--out", tables_args.out, "tables directory (reads its tuned_entries.jsonl)")
+      ->capture_default_str();
   check_cmd->add_option("--jsonl", tables_args.jsonl, "check this jsonl file instead");
-  check_cmd->add_option("--db", tables_args.db, "also this database's tuned rows, merged over the table as blocktuned serves them");
+  check_cmd->add_option("--db", tables_args.db,
+                        "also this database's tuned rows, merged over the table as blocktuned serves them");
 
   return [=, &common]() -> int {
     if (generate_cmd->parsed()) return RunTablesGenerate(common, *tables_args_ptr);

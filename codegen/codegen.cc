@@ -81,7 +81,8 @@ std::string FingerprintSource(const KernelSpec& spec) {
        "// include path: then no row is reported stale). A row whose fingerprint differs is stale.\n"
        "#ifdef BLOCKTUNE_TABLES_HAVE_FINGERPRINTS\n"
        "inline constexpr std::string_view kBuildFingerprint = ::blocktune::kernel_fingerprint::"
-    << spec.name() << ";\n"
+    << spec.name()
+    << ";\n"
        "#else\n"
        "inline constexpr std::string_view kBuildFingerprint = {};\n"
        "#endif\n\n";
@@ -165,8 +166,8 @@ std::string IndexSource(const KernelSpec& spec, const std::vector<tuner::TunedEn
   o << "// {name, dtype, rounded dims, exact row, fallback row}\n";
   o << "inline constexpr std::array<Choice<Bucket>, " << x.choices.size() << "> kChoices{{\n";
   for (const auto& c : x.choices) {
-    o << "    {" << c.name << ", " << c.dtype << ", {{" << list(c.bucket) << "}}, " << Id(c.exact) << ", " << Id(c.under)
-      << "},\n";
+    o << "    {" << c.name << ", " << c.dtype << ", {{" << list(c.bucket) << "}}, " << Id(c.exact) << ", "
+      << Id(c.under) << "},\n";
   }
   o << "}};\n";
   o << SlotsSource("kChoiceSlots", x.choice_table);
@@ -204,7 +205,8 @@ Result<Config> ParseConfigJson(const ordered_json& j, const std::string& where, 
   if (!j.is_object()) return InvalidArgument(where + ": '" + field + "' must be an object", field);
   Config c;
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!it->is_number_integer()) return InvalidArgument(where + ": " + field + "." + it.key() + " must be an integer", field);
+    if (!it->is_number_integer())
+      return InvalidArgument(where + ": " + field + "." + it.key() + " must be an integer", field);
     c.Set(it.key(), it->get<int64_t>());
   }
   return c;
@@ -214,7 +216,8 @@ Result<tuner::GateRecord> ParseGateJson(const ordered_json& j, const std::string
   if (!j.is_object()) return InvalidArgument(where + ": 'gate' must be an object", "gate");
   tuner::GateRecord g;
   auto d = j.find("decision");
-  if (d == j.end() || !d->is_string()) return InvalidArgument(where + ": 'gate.decision' must be a string", "gate.decision");
+  if (d == j.end() || !d->is_string())
+    return InvalidArgument(where + ": 'gate.decision' must be a string", "gate.decision");
   g.decision = d->get<std::string>();
   for (const char* f : {"old_config", "new_config"}) {
     auto it = j.find(f);
@@ -223,13 +226,16 @@ Result<tuner::GateRecord> ParseGateJson(const ordered_json& j, const std::string
     if (!c) return std::unexpected(c.error());
     (std::string_view(f) == "old_config" ? g.old_config : g.new_config) = std::move(*c);
   }
-  for (auto [f, out] : {std::pair<const char*, double*>{"old_ns", &g.old_ns}, {"new_ns", &g.new_ns}, {"noise_band", &g.noise_band}}) {
+  for (auto [f, out] :
+       {std::pair<const char*, double*>{"old_ns", &g.old_ns}, {"new_ns", &g.new_ns}, {"noise_band", &g.noise_band}}) {
     auto it = j.find(f);
-    if (it == j.end() || !it->is_number()) return InvalidArgument(where + ": 'gate." + f + "' must be a number", std::string("gate.") + f);
+    if (it == j.end() || !it->is_number())
+      return InvalidArgument(where + ": 'gate." + f + "' must be a number", std::string("gate.") + f);
     *out = it->get<double>();
   }
   auto r = j.find("repetitions");
-  if (r == j.end() || !r->is_number_integer()) return InvalidArgument(where + ": 'gate.repetitions' must be an integer", "gate.repetitions");
+  if (r == j.end() || !r->is_number_integer())
+    return InvalidArgument(where + ": 'gate.repetitions' must be an integer", "gate.repetitions");
   g.repetitions = r->get<int64_t>();
   auto at = j.find("at");
   if (at == j.end() || !at->is_string()) return InvalidArgument(where + ": 'gate.at' must be a string", "gate.at");
@@ -240,8 +246,8 @@ Result<tuner::GateRecord> ParseGateJson(const ordered_json& j, const std::string
 // One line for comments: what the gate decided and both timings.
 std::string GateSummary(const tuner::GateRecord& g) {
   char buf[160];
-  std::snprintf(buf, sizeof buf, ": old %.0f ns, new %.0f ns, noise band %.1f%%, %lld interleaved reps, %s",
-                g.old_ns, g.new_ns, 100 * g.noise_band, static_cast<long long>(g.repetitions), g.at.c_str());
+  std::snprintf(buf, sizeof buf, ": old %.0f ns, new %.0f ns, noise band %.1f%%, %lld interleaved reps, %s", g.old_ns,
+                g.new_ns, 100 * g.noise_band, static_cast<long long>(g.repetitions), g.at.c_str());
   return "gate " + g.decision + " (old " + g.old_config.ToString() + ", new " + g.new_config.ToString() + ")" + buf;
 }
 
@@ -346,7 +352,8 @@ Result<std::vector<tuner::TunedEntry>> ParseJsonl(std::string_view text) {
   return out;
 }
 
-std::vector<tuner::TunedEntry> Merge(std::vector<tuner::TunedEntry> base, const std::vector<tuner::TunedEntry>& update) {
+std::vector<tuner::TunedEntry> Merge(std::vector<tuner::TunedEntry> base,
+                                     const std::vector<tuner::TunedEntry>& update) {
   for (const auto& u : update) {
     auto it = std::find_if(base.begin(), base.end(), [&](const auto& b) { return SortKey(b) == SortKey(u); });
     if (it != base.end()) {
@@ -394,7 +401,8 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
        "  BlockSizes config;\n  double median_ns;\n  std::int64_t samples;\n"
        "  std::int64_t sweep_id;        // provenance: the sweep and measurement in the tuning DB\n"
        "  std::int64_t measurement_id;\n"
-       "  std::string_view fingerprint;  // the kernel's fingerprint in the build that measured it; \"\": unknown\n};\n\n";
+       "  std::string_view fingerprint;  // the kernel's fingerprint in the build that measured it; \"\": "
+       "unknown\n};\n\n";
   o << "inline constexpr int kBucketVersion = " << spec.bucket_version() << ";\n";
   o << "inline constexpr BlockSizes kDefault" << ConfigValues(spec, spec.DefaultConfig()) << ";\n";
   o << "inline constexpr BucketDim kDims[] = {\n";
@@ -432,7 +440,8 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
   o << "// Dims in kDims order.\n"
        "inline Lookup LookupDims(std::string_view hardware_key, std::string_view dtype,\n"
        "                         const std::array<std::int64_t, "
-    << nd << ">& dims) {\n"
+    << nd
+    << ">& dims) {\n"
        "  // The keys this thread looked up before, resolved (QueryMemo in resolve.h).\n"
        "  thread_local QueryMemo memo;\n"
        "  return LookupInTable<kRows, kStale, kIndex, kDefault, kDims>(memo, dims, hardware_key, dtype);\n}\n\n";
@@ -476,12 +485,14 @@ std::string GeneratePython(const KernelSpec& spec, const std::vector<tuner::Tune
       << (d.bucket.rounding == tables::Rounding::kPow2Ceil ? "pow2_ceil" : "exact") << "\", " << d.bucket.min << ", "
       << d.bucket.max << "),\n";
   }
-  o << ")\n\n# (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id,\n#   fingerprint or None if unknown)\nTUNED = {\n";
+  o << ")\n\n# (hardware, dtype, bucket) -> (config, median_ns, samples, sweep_id, measurement_id,\n#   fingerprint or "
+       "None if unknown)\nTUNED = {\n";
   for (const auto& e : rows) {
     if (e.gate) o << "    # " << GateSummary(*e.gate) << "\n";
     o << "    (\"" << e.hardware_key << "\", \"" << DTypeName(e.dtype) << "\", \"" << e.bucket << "\"): ({";
     for (size_t i = 0; i < spec.params().size(); ++i) {
-      o << (i ? ", " : "") << "\"" << spec.params()[i].name << "\": " << e.config.Get(spec.params()[i].name).value_or(0);
+      o << (i ? ", " : "") << "\"" << spec.params()[i].name
+        << "\": " << e.config.Get(spec.params()[i].name).value_or(0);
     }
     o << "}, " << Num(e.median_ns) << ", " << e.samples << ", " << e.sweep_id << ", " << e.measurement_id << ", "
       << (e.fingerprint.empty() ? std::string("None") : "\"" + e.fingerprint + "\"") << "),\n";
@@ -589,7 +600,8 @@ Result<std::map<std::string, std::string>> GenerateAll(const std::vector<tuner::
   const std::vector<tuner::TunedEntry> entries = Publishable(all, skipped);
   std::map<std::string, std::string> files;
   files["tuned_entries.jsonl"] = ExportJsonl(entries);
-  for (const auto& [name, text] : ResolveHeaderFiles()) files["include/blocktune/tables/" + std::string(name)] = std::string(text);
+  for (const auto& [name, text] : ResolveHeaderFiles())
+    files["include/blocktune/tables/" + std::string(name)] = std::string(text);
   files["python/blocktune_resolve.py"] = std::string(PythonResolveSource());
   for (const KernelSpec* spec : AllKernels()) {
     const std::string base = std::string(spec->name()) + "_tuned_block_sizes";
@@ -600,7 +612,8 @@ Result<std::map<std::string, std::string>> GenerateAll(const std::vector<tuner::
   return files;
 }
 
-Result<std::vector<std::string>> WriteFiles(const std::string& out_dir, const std::map<std::string, std::string>& files) {
+Result<std::vector<std::string>> WriteFiles(const std::string& out_dir,
+                                            const std::map<std::string, std::string>& files) {
   namespace fs = std::filesystem;
   std::vector<std::string> written;
   for (const auto& [rel, contents] : files) {
@@ -615,7 +628,9 @@ Result<std::vector<std::string>> WriteFiles(const std::string& out_dir, const st
     }
     std::error_code ec;
     fs::create_directories(path.parent_path(), ec);
-    if (ec) return MakeError(ErrorCode::kFailedPrecondition, "cannot create " + path.parent_path().string() + ": " + ec.message());
+    if (ec)
+      return MakeError(ErrorCode::kFailedPrecondition,
+                       "cannot create " + path.parent_path().string() + ": " + ec.message());
     const fs::path tmp = path.string() + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);

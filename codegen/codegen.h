@@ -61,6 +61,7 @@ Result<std::map<std::string, std::string>> GenerateAll(const std::vector<tuner::
                                                        std::vector<std::string>* skipped = nullptr);
 
 // Writes files whose contents changed (atomically: temp file + rename); returns the paths written.
-Result<std::vector<std::string>> WriteFiles(const std::string& out_dir, const std::map<std::string, std::string>& files);
+Result<std::vector<std::string>> WriteFiles(const std::string& out_dir,
+                                            const std::map<std::string, std::string>& files);
 
 }  // namespace blocktune::codegen

@@ -17,11 +17,11 @@ packages=(
   libcli11-dev
   libopenblas-dev   # baseline for benchmarks only; blocktune never links it into a product
   curl              # used by e2e scripts and the README's smoke check
-  python3           # the e2e test checks the generated Python tables
   procps            # ps: the fault-worker e2e test watches the daemon's child processes
   python3           # the e2e test checks the generated Python tables; malformed-request corpus
   wrk               # deploy/bench-lookup.sh: lookup throughput vs a bare cpp-httplib server
   clang-14 libclang-rt-14-dev  # deploy/fuzz-request.sh: libFuzzer target on request decoding
+  clang-format      # deploy/format.sh and the ctest `format`: the tree is in .clang-format's style
   chromium          # tests/ui: the dashboard's browser test drives it headless through playwright-core
   nginx openssl     # deploy/nginx/blocktune.conf and its e2e test (TLS front, slow clients)
   slurm-wlm munge   # deploy/slurm/ and its test: a single-node Slurm cluster on 127.0.0.1

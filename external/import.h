@@ -21,8 +21,8 @@ namespace blocktune::external {
 
 struct ImportedParam {
   std::string name;
-  std::vector<int64_t> values;       // integer codes, sorted for ordered parameters
-  std::vector<std::string> labels;   // non-integer values of the source (code = index); empty if none
+  std::vector<int64_t> values;      // integer codes, sorted for ordered parameters
+  std::vector<std::string> labels;  // non-integer values of the source (code = index); empty if none
 };
 
 struct ImportedRecord {
@@ -33,16 +33,16 @@ struct ImportedRecord {
 };
 
 struct ImportedSet {
-  std::string format;        // "kerneltuner", "t4", "clblast"
-  std::string kernel;        // blocktune kernel name
-  DType dtype = DType::kF32; // CLBlast files name their precision; the others are f32
-  std::string device;        // as the file names it
-  std::string hardware_key;  // DeviceHardwareKey(device) unless given
+  std::string format;         // "kerneltuner", "t4", "clblast"
+  std::string kernel;         // blocktune kernel name
+  DType dtype = DType::kF32;  // CLBlast files name their precision; the others are f32
+  std::string device;         // as the file names it
+  std::string hardware_key;   // DeviceHardwareKey(device) unless given
   std::vector<ImportedParam> params;
-  NamedInts problem;         // dims: size_x, size_y, ... from the problem size
+  NamedInts problem;  // dims: size_x, size_y, ... from the problem size
   std::vector<ImportedRecord> records;
   std::vector<std::string> warnings;  // truncated file, duplicate records, ...
-  std::string context;       // more about the source for a created spec's description
+  std::string context;                // more about the source for a created spec's description
 };
 
 // "NVIDIA GeForce RTX 2080 Ti" -> "cuda.nvidia.geforce_rtx_2080_ti" (platform from the vendor:
@@ -80,7 +80,7 @@ Result<std::string> WidenSpecJson(const std::string& spec_text, const ImportedSe
 
 struct ImportSummary {
   int64_t sweep_id = 0;
-  bool created = true;       // false: these records were imported before (idempotent)
+  bool created = true;  // false: these records were imported before (idempotent)
   std::string bucket;
   int64_t records = 0;
   std::vector<std::pair<std::string, int64_t>> by_outcome;

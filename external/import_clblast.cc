@@ -2,16 +2,16 @@
 #include "external/import.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "blocktune/version.h"
-#include "tuner/timing/timing.h"
 #include "external/import_internal.h"
+#include "tuner/timing/timing.h"
 
 namespace blocktune::external {
 
@@ -37,7 +37,6 @@ std::optional<DType> CLBlastDType(const std::string& precision) {
   if (precision == "6464") return DType::kC128;
   return std::nullopt;
 }
-
 
 }  // namespace
 
@@ -68,8 +67,9 @@ Result<ImportedSet> ParseCLBlast(const std::string& text, const ImportOptions& o
   set.device = name;
   std::string vendor = MetaString(doc, "clblast_device_vendor");
   if (vendor.empty()) vendor = MetaString(doc, "device_vendor");
-  set.hardware_key = options.hardware_key.empty() ? DeviceHardwareKey(name, options.platform.empty() ? "opencl" : options.platform, vendor)
-                                                  : options.hardware_key;
+  set.hardware_key = options.hardware_key.empty()
+                         ? DeviceHardwareKey(name, options.platform.empty() ? "opencl" : options.platform, vendor)
+                         : options.hardware_key;
   // Problem size: the tuner's size arguments; alpha and beta are scalars, kept in the context.
   for (const auto& [key, dim] : std::vector<std::pair<const char*, const char*>>{
            {"arg_m", "m"}, {"arg_n", "n"}, {"arg_k", "k"}, {"arg_batch_count", "batch_count"}}) {

@@ -3,8 +3,8 @@
 #pragma once
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -82,7 +82,9 @@ class ParamCoder {
     param_.name = std::move(name);
     bool all_int = declared.is_array() && !declared.empty();
     if (declared.is_array()) {
-      for (const auto& v : declared) all_int = all_int && (v.is_number_integer() || (v.is_number() && std::floor(v.get<double>()) == v.get<double>()));
+      for (const auto& v : declared)
+        all_int =
+            all_int && (v.is_number_integer() || (v.is_number() && std::floor(v.get<double>()) == v.get<double>()));
     }
     if (all_int) {
       for (const auto& v : declared) param_.values.push_back(static_cast<int64_t>(v.get<double>()));
@@ -119,7 +121,8 @@ class ParamCoder {
 // One record's configuration coded by `coders` from the object of its values into `config`; the
 // name of the first parameter that is missing or not a declared value otherwise (the record is
 // then skipped with a warning by the caller).
-inline std::optional<std::string> CodeConfig(const std::vector<ParamCoder>& coders, const json& values, Config& config) {
+inline std::optional<std::string> CodeConfig(const std::vector<ParamCoder>& coders, const json& values,
+                                             Config& config) {
   for (const auto& c : coders) {
     const auto code = values.contains(c.param().name) ? c.Code(values[c.param().name]) : std::nullopt;
     if (!code) return c.param().name;
@@ -127,6 +130,5 @@ inline std::optional<std::string> CodeConfig(const std::vector<ParamCoder>& code
   }
   return std::nullopt;
 }
-
 
 }  // namespace blocktune::external::internal

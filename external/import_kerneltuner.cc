@@ -2,16 +2,16 @@
 #include "external/import.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "blocktune/version.h"
-#include "tuner/timing/timing.h"
 #include "external/import_internal.h"
+#include "tuner/timing/timing.h"
 
 namespace blocktune::external {
 
@@ -68,7 +68,8 @@ Result<json> ReadTruncatedCache(const std::string& text, std::vector<std::string
   const size_t key = text.find("\"cache\"");
   if (key == std::string::npos) return InvalidArgument("not a Kernel Tuner cache: no \"cache\" object", "cache");
   std::string head = text.substr(0, key);
-  while (!head.empty() && (std::isspace(static_cast<unsigned char>(head.back())) || head.back() == ',')) head.pop_back();
+  while (!head.empty() && (std::isspace(static_cast<unsigned char>(head.back())) || head.back() == ','))
+    head.pop_back();
   json doc = json::parse(head + "}", nullptr, false);
   if (doc.is_discarded() || !doc.is_object()) {
     return InvalidArgument("not a Kernel Tuner cache: the header before \"cache\" is not valid JSON", "cache");
@@ -130,7 +131,6 @@ Result<json> ReadTruncatedCache(const std::string& text, std::vector<std::string
   return doc;
 }
 
-
 }  // namespace
 
 Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportOptions& options) {
@@ -150,18 +150,22 @@ Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportO
   }
   const std::string objective = doc.value("objective", std::string("time"));
   set.device = doc.value("device_name", std::string("unknown device"));
-  set.kernel = KernelName(options.kernel.empty() ? doc.value("kernel_name", std::string("imported_kernel")) : options.kernel);
-  set.hardware_key = options.hardware_key.empty() ? DeviceHardwareKey(set.device, options.platform) : options.hardware_key;
+  set.kernel =
+      KernelName(options.kernel.empty() ? doc.value("kernel_name", std::string("imported_kernel")) : options.kernel);
+  set.hardware_key =
+      options.hardware_key.empty() ? DeviceHardwareKey(set.device, options.platform) : options.hardware_key;
   set.problem = ProblemOf(SizeList(doc.value("problem_size", json())));
   std::vector<ParamCoder> coders;
   for (const auto& k : doc["tune_params_keys"]) {
     if (!k.is_string()) return InvalidArgument("tune_params_keys must be strings", "tune_params_keys");
     const std::string name = k.get<std::string>();
-    json declared = doc.contains("tune_params") && doc["tune_params"].contains(name) ? doc["tune_params"][name] : json::array();
+    json declared =
+        doc.contains("tune_params") && doc["tune_params"].contains(name) ? doc["tune_params"][name] : json::array();
     if (declared.empty()) {
       // Values only in the records: collect them.
       for (const auto& [_, e] : doc["cache"].items()) {
-        if (e.contains(name) && std::find(declared.begin(), declared.end(), e[name]) == declared.end()) declared.push_back(e[name]);
+        if (e.contains(name) && std::find(declared.begin(), declared.end(), e[name]) == declared.end())
+          declared.push_back(e[name]);
       }
     }
     coders.emplace_back(name, declared);
@@ -185,10 +189,14 @@ Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportO
     std::optional<std::pair<Outcome, std::string>> failure;
     if (e.contains("__error__") && e["__error__"].is_string()) {
       failure = KernelTunerFailure(e["__error__"].get<std::string>());
-      if (!failure) failure = std::pair{Outcome::kRuntimeFailed, e["__error__"].get<std::string>().substr(0, 200) + " (Kernel Tuner)"};
+      if (!failure)
+        failure =
+            std::pair{Outcome::kRuntimeFailed, e["__error__"].get<std::string>().substr(0, 200) + " (Kernel Tuner)"};
     } else if (e.contains(objective) && e[objective].is_string()) {
       failure = KernelTunerFailure(e[objective].get<std::string>());
-      if (!failure) failure = std::pair{Outcome::kRuntimeFailed, e[objective].get<std::string>().substr(0, 200) + " (Kernel Tuner)"};
+      if (!failure)
+        failure =
+            std::pair{Outcome::kRuntimeFailed, e[objective].get<std::string>().substr(0, 200) + " (Kernel Tuner)"};
     }
     if (failure) {
       r.outcome = failure->first;

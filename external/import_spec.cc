@@ -2,16 +2,16 @@
 #include "external/import.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "blocktune/version.h"
-#include "tuner/timing/timing.h"
 #include "external/import_internal.h"
+#include "tuner/timing/timing.h"
 
 namespace blocktune::external {
 
@@ -21,26 +21,33 @@ namespace {
 
 // The vendor component of a key from a slugged vendor or device name; "unknown" if none fits.
 std::string VendorOf(const std::string& slug) {
-  for (const auto& [needle, v] : std::vector<std::pair<std::string, std::string>>{
-           {"nvidia", "nvidia"}, {"geforce", "nvidia"}, {"tesla", "nvidia"}, {"quadro", "nvidia"},
-           {"advanced_micro_devices", "amd"}, {"amd", "amd"}, {"radeon", "amd"}, {"instinct", "amd"},
-           {"intel", "intel"}, {"apple", "apple"}, {"qualcomm", "qualcomm"}, {"adreno", "qualcomm"},
-           {"mali", "arm"}}) {
+  for (const auto& [needle, v] : std::vector<std::pair<std::string, std::string>>{{"nvidia", "nvidia"},
+                                                                                  {"geforce", "nvidia"},
+                                                                                  {"tesla", "nvidia"},
+                                                                                  {"quadro", "nvidia"},
+                                                                                  {"advanced_micro_devices", "amd"},
+                                                                                  {"amd", "amd"},
+                                                                                  {"radeon", "amd"},
+                                                                                  {"instinct", "amd"},
+                                                                                  {"intel", "intel"},
+                                                                                  {"apple", "apple"},
+                                                                                  {"qualcomm", "qualcomm"},
+                                                                                  {"adreno", "qualcomm"},
+                                                                                  {"mali", "arm"}}) {
     if (slug.find(needle) != std::string::npos) return v;
   }
   return "unknown";
 }
 
-
 }  // namespace
 
 std::string DeviceHardwareKey(const std::string& device, const std::string& platform, const std::string& vendor_name) {
   // Already a key (a file blocktune exported): kept as it is.
-  const bool keyish = std::count(device.begin(), device.end(), '.') >= 1 &&
-                      std::all_of(device.begin(), device.end(), [](char c) {
-                        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-                               c == '.' || c == '_' || c == '-';
-                      });
+  const bool keyish =
+      std::count(device.begin(), device.end(), '.') >= 1 && std::all_of(device.begin(), device.end(), [](char c) {
+        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '.' ||
+               c == '_' || c == '-';
+      });
   if (keyish && platform.empty()) return device;
   std::string slug = Slug(device);
   std::string vendor = vendor_name.empty() ? "unknown" : VendorOf(Slug(vendor_name));
@@ -79,53 +86,66 @@ std::string SpecJsonFor(const ImportedSet& set) {
               {"parameters", params},
               {"dims", dims},
               {"dtypes", {DTypeName(set.dtype)}}}
-             .dump(2) + "\n";
+             .dump(2) +
+         "\n";
 }
 
 Status MatchSpec(const KernelSpec& spec, const ImportedSet& set) {
   if (spec.params().size() != set.params.size()) {
-    return InvalidArgument("kernel " + set.kernel + " exists with other parameters; pass --kernel to import under a new name", "kernel");
+    return InvalidArgument(
+        "kernel " + set.kernel + " exists with other parameters; pass --kernel to import under a new name", "kernel");
   }
   for (const auto& p : set.params) {
-    const auto it = std::find_if(spec.params().begin(), spec.params().end(), [&](const ParamSpec& s) { return s.name == p.name; });
-    if (it == spec.params().end()) return InvalidArgument("kernel " + set.kernel + " has no parameter " + p.name, "kernel");
+    const auto it =
+        std::find_if(spec.params().begin(), spec.params().end(), [&](const ParamSpec& s) { return s.name == p.name; });
+    if (it == spec.params().end())
+      return InvalidArgument("kernel " + set.kernel + " has no parameter " + p.name, "kernel");
     for (int64_t v : p.values) {
       if (std::find(it->candidates.begin(), it->candidates.end(), v) == it->candidates.end()) {
-        return InvalidArgument("kernel " + set.kernel + ": " + p.name + "=" + std::to_string(v) + " is not a value of its spec", "kernel");
+        return InvalidArgument(
+            "kernel " + set.kernel + ": " + p.name + "=" + std::to_string(v) + " is not a value of its spec", "kernel");
       }
     }
   }
   if (auto s = spec.ValidateProblem(Problem{set.dtype, set.problem}); !s) {
-    return InvalidArgument("kernel " + set.kernel + ": problem " + set.problem.ToString() + ": " + s.error().message, "kernel");
+    return InvalidArgument("kernel " + set.kernel + ": problem " + set.problem.ToString() + ": " + s.error().message,
+                           "kernel");
   }
   return {};
 }
 
 Result<std::string> WidenSpecJson(const std::string& spec_text, const ImportedSet& set) {
   json j = json::parse(spec_text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return InvalidArgument("kernel " + set.kernel + ": its spec is not a JSON object", "kernel");
+  if (j.is_discarded() || !j.is_object())
+    return InvalidArgument("kernel " + set.kernel + ": its spec is not a JSON object", "kernel");
   if (j.contains("runner")) {
-    return InvalidArgument("kernel " + set.kernel + " has a runner: its values are its author's; pass --kernel to import under a new name",
-                           "kernel");
+    return InvalidArgument(
+        "kernel " + set.kernel + " has a runner: its values are its author's; pass --kernel to import under a new name",
+        "kernel");
   }
   if (!j.contains("parameters") || !j["parameters"].is_array() || j["parameters"].size() != set.params.size()) {
-    return InvalidArgument("kernel " + set.kernel + " exists with other parameters; pass --kernel to import under a new name", "kernel");
+    return InvalidArgument(
+        "kernel " + set.kernel + " exists with other parameters; pass --kernel to import under a new name", "kernel");
   }
   for (const auto& p : set.params) {
     if (!p.labels.empty()) {
-      return InvalidArgument("kernel " + set.kernel + ": " + p.name + " has non-integer values; pass --kernel to import under a new name",
-                             "kernel");
+      return InvalidArgument(
+          "kernel " + set.kernel + ": " + p.name + " has non-integer values; pass --kernel to import under a new name",
+          "kernel");
     }
     json* target = nullptr;
     for (auto& sp : j["parameters"]) {
       if (sp.is_object() && sp.value("name", std::string()) == p.name) target = &sp;
     }
     if (target == nullptr || !(*target).contains("values") || !(*target)["values"].is_array()) {
-      return InvalidArgument("kernel " + set.kernel + " has no parameter " + p.name + "; pass --kernel to import under a new name", "kernel");
+      return InvalidArgument(
+          "kernel " + set.kernel + " has no parameter " + p.name + "; pass --kernel to import under a new name",
+          "kernel");
     }
     std::set<int64_t> values(p.values.begin(), p.values.end());
     for (const auto& v : (*target)["values"]) {
-      if (!v.is_number_integer()) return InvalidArgument("kernel " + set.kernel + ": " + p.name + " has non-integer values", "kernel");
+      if (!v.is_number_integer())
+        return InvalidArgument("kernel " + set.kernel + ": " + p.name + " has non-integer values", "kernel");
       values.insert(v.get<int64_t>());
     }
     (*target)["values"] = std::vector<int64_t>(values.begin(), values.end());
@@ -133,12 +153,15 @@ Result<std::string> WidenSpecJson(const std::string& spec_text, const ImportedSe
   json dims = json::array();
   if (j.contains("dims") && j["dims"].is_array()) dims = j["dims"];
   if (dims.size() != set.problem.values().size()) {
-    return InvalidArgument("kernel " + set.kernel + " exists with other dims; pass --kernel to import under a new name", "kernel");
+    return InvalidArgument("kernel " + set.kernel + " exists with other dims; pass --kernel to import under a new name",
+                           "kernel");
   }
   for (const auto& [n, v] : set.problem.values()) {
     bool found = false;
     for (const auto& d : dims) found |= d.is_object() && d.value("name", std::string()) == n;
-    if (!found) return InvalidArgument("kernel " + set.kernel + " has no dim " + n + "; pass --kernel to import under a new name", "kernel");
+    if (!found)
+      return InvalidArgument("kernel " + set.kernel + " has no dim " + n + "; pass --kernel to import under a new name",
+                             "kernel");
   }
   json dtypes = j.contains("dtypes") && j["dtypes"].is_array() ? j["dtypes"] : json::array({"f32"});
   const std::string dtype(DTypeName(set.dtype));

@@ -2,16 +2,16 @@
 #include "external/import.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "blocktune/version.h"
-#include "tuner/timing/timing.h"
 #include "external/import_internal.h"
+#include "tuner/timing/timing.h"
 
 namespace blocktune::external {
 
@@ -44,7 +44,8 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
     }
   }
   char key[64];
-  std::snprintf(key, sizeof key, "import:%s:%016llx", set.format.c_str(), static_cast<unsigned long long>(Fnv1a(canonical)));
+  std::snprintf(key, sizeof key, "import:%s:%016llx", set.format.c_str(),
+                static_cast<unsigned long long>(Fnv1a(canonical)));
 
   HardwareProfile hw;
   hw.device_key = set.hardware_key;
@@ -124,6 +125,5 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
   summary.by_outcome.assign(counts.begin(), counts.end());
   return summary;
 }
-
 
 }  // namespace blocktune::external

@@ -2,16 +2,16 @@
 #include "external/import.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
 #include "blocktune/version.h"
-#include "tuner/timing/timing.h"
 #include "external/import_internal.h"
+#include "tuner/timing/timing.h"
 
 namespace blocktune::external {
 
@@ -30,7 +30,8 @@ Result<ImportedSet> ParseT4(const std::string& text, const ImportOptions& option
   std::string name = options.kernel;
   if (name.empty()) name = meta.value("kernel_name", env.value("kernel_name", std::string("imported_kernel")));
   set.kernel = KernelName(name);
-  set.hardware_key = options.hardware_key.empty() ? DeviceHardwareKey(set.device, options.platform) : options.hardware_key;
+  set.hardware_key =
+      options.hardware_key.empty() ? DeviceHardwareKey(set.device, options.platform) : options.hardware_key;
   set.problem = ProblemOf(SizeList(meta.value("problem_size", env.value("problem_size", json()))));
   // Parameters: the union of the configurations' keys, in first-seen order, values collected.
   std::vector<std::string> names;

@@ -32,9 +32,7 @@ using tuner::Outcome;
 constexpr size_t kMaxLineBytes = 1 << 20;
 constexpr size_t kMaxTimes = 100000;
 
-double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double Now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 std::string SignalText(int sig) {
   const char* name = sigabbrev_np(sig);
@@ -43,7 +41,7 @@ std::string SignalText(int sig) {
 
 // What one request line got back.
 struct Answer {
-  bool ok = false;          // a JSON line arrived and parsed
+  bool ok = false;  // a JSON line arrived and parsed
   json body;
   Outcome failure = Outcome::kWorkerLost;
   std::string detail;
@@ -363,7 +361,8 @@ bool Interpret(const json& body, Measurement& m) {
   }
   if (body.contains("outcome") && body["outcome"].is_string()) {
     const std::string o = body["outcome"].get<std::string>();
-    std::string message = body.contains("message") && body["message"].is_string() ? body["message"].get<std::string>() : "";
+    std::string message =
+        body.contains("message") && body["message"].is_string() ? body["message"].get<std::string>() : "";
     if (message.size() > 4000) message.resize(4000);
     if (o == "invalid") {
       m.outcome = Outcome::kInvalid;

@@ -36,10 +36,12 @@ const char kSchema[] = {
 
 bool IsIdentifier(std::string_view s) {
   if (s.empty() || s.size() > 64) return false;
-  if (!(std::islower(static_cast<unsigned char>(s[0])) || std::isupper(static_cast<unsigned char>(s[0])) || s[0] == '_')) {
+  if (!(std::islower(static_cast<unsigned char>(s[0])) || std::isupper(static_cast<unsigned char>(s[0])) ||
+        s[0] == '_')) {
     return false;
   }
-  return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
 }
 
 bool IsKernelName(std::string_view s) {
@@ -148,7 +150,8 @@ std::unique_ptr<KernelInstance> ExternalKernelSpec::MakeInstance(const Problem&,
 double ExternalKernelSpec::Flops(const Problem& problem) const {
   if (!expr_->flops) return 0;
   std::lock_guard lock(expr_->mu);
-  for (size_t i = 0; i < dims_.size(); ++i) expr_->values[params_.size() + i] = static_cast<double>(problem.Dim(dim_names_[i]));
+  for (size_t i = 0; i < dims_.size(); ++i)
+    expr_->values[params_.size() + i] = static_cast<double>(problem.Dim(dim_names_[i]));
   try {
     const double v = expr_->flops->Eval();
     return std::isfinite(v) && v > 0 ? v : 0;
@@ -160,7 +163,8 @@ double ExternalKernelSpec::Flops(const Problem& problem) const {
 double ExternalKernelSpec::Bytes(const Problem& problem) const {
   if (!expr_->bytes) return 0;
   std::lock_guard lock(expr_->mu);
-  for (size_t i = 0; i < dims_.size(); ++i) expr_->values[params_.size() + i] = static_cast<double>(problem.Dim(dim_names_[i]));
+  for (size_t i = 0; i < dims_.size(); ++i)
+    expr_->values[params_.size() + i] = static_cast<double>(problem.Dim(dim_names_[i]));
   try {
     const double v = expr_->bytes->Eval();
     return std::isfinite(v) && v > 0 ? v : 0;
@@ -191,7 +195,8 @@ Result<std::string> GetString(const Ctx& ctx, const json& j, const std::string& 
   return s;
 }
 
-Status CheckKeys(const Ctx& ctx, const json& obj, const std::string& path, std::initializer_list<std::string_view> allowed) {
+Status CheckKeys(const Ctx& ctx, const json& obj, const std::string& path,
+                 std::initializer_list<std::string_view> allowed) {
   for (const auto& [k, _] : obj.items()) {
     if (std::find(allowed.begin(), allowed.end(), k) == allowed.end()) {
       return ctx.Bad(path.empty() ? k : path + "." + k, "unknown field");
@@ -258,7 +263,8 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
     const json& pj = j["parameters"][i];
     const std::string path = "parameters[" + std::to_string(i) + "]";
     if (!pj.is_object()) return ctx.Bad(path, "must be an object");
-    if (auto s = CheckKeys(ctx, pj, path, {"name", "values", "categorical", "doc"}); !s) return std::unexpected(s.error());
+    if (auto s = CheckKeys(ctx, pj, path, {"name", "values", "categorical", "doc"}); !s)
+      return std::unexpected(s.error());
     ParamSpec p;
     if (!pj.contains("name")) return ctx.Bad(path + ".name", "required");
     auto pn = GetString(ctx, pj["name"], path + ".name", 64);
@@ -313,7 +319,8 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
     const json& dj = j["dims"][i];
     const std::string path = "dims[" + std::to_string(i) + "]";
     if (!dj.is_object()) return ctx.Bad(path, "must be an object");
-    if (auto s = CheckKeys(ctx, dj, path, {"name", "rounding", "min", "max", "doc"}); !s) return std::unexpected(s.error());
+    if (auto s = CheckKeys(ctx, dj, path, {"name", "rounding", "min", "max", "doc"}); !s)
+      return std::unexpected(s.error());
     if (!dj.contains("name")) return ctx.Bad(path + ".name", "required");
     auto dn = GetString(ctx, dj["name"], path + ".name", 64);
     if (!dn) return std::unexpected(dn.error());
@@ -373,7 +380,8 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
     if (!j["default"].is_object()) return ctx.Bad("default", "must be an object of parameter values");
     for (const auto& [k, v] : j["default"].items()) {
       const std::string path = "default." + k;
-      const auto it = std::find_if(spec->params_.begin(), spec->params_.end(), [&](const ParamSpec& p) { return p.name == k; });
+      const auto it =
+          std::find_if(spec->params_.begin(), spec->params_.end(), [&](const ParamSpec& p) { return p.name == k; });
       if (it == spec->params_.end()) return ctx.Bad(path, "not a parameter");
       auto iv = GetInt(ctx, v, path);
       if (!iv) return std::unexpected(iv.error());
@@ -390,7 +398,8 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
   // every config a sweep asks for is recorded invalid.
   if (j.contains("runner")) {
     const json& rj = j["runner"];
-    if (auto s = CheckKeys(ctx, rj, "runner", {"command", "persistent", "timeout_s"}); !s) return std::unexpected(s.error());
+    if (auto s = CheckKeys(ctx, rj, "runner", {"command", "persistent", "timeout_s"}); !s)
+      return std::unexpected(s.error());
     if (!rj.contains("command") || !rj["command"].is_array() || rj["command"].empty() || rj["command"].size() > 64) {
       return ctx.Bad("runner.command", "required: an argv array of 1-64 strings (no shell)");
     }
@@ -439,8 +448,8 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
     auto text = GetString(ctx, j[key], key, kMaxExpressionChars);
     if (!text) return std::unexpected(text.error());
     // Over the dims only: bind the parameters to nothing so a parameter name is an error.
-    auto parser = Compile(ctx, key, std::string(key) + " expression", *text, spec->dim_names_,
-                          ex.values.data() + ex.params);
+    auto parser =
+        Compile(ctx, key, std::string(key) + " expression", *text, spec->dim_names_, ex.values.data() + ex.params);
     if (!parser) return std::unexpected(parser.error());
     (std::string_view(key) == "flops" ? ex.flops : ex.bytes) = std::move(*parser);
   }
@@ -504,9 +513,10 @@ Result<ReloadReport> ReloadKernelDirs(const std::vector<std::string>& dirs) {
       if (!names.insert(name).second) return InvalidArgument(f + ": kernel '" + name + "' is declared twice", f);
       const KernelSpec* old = FindKernel(name);
       if (old != nullptr && old->source_file() != (*spec)->source_file()) {
-        return InvalidArgument(f + ": kernel '" + name + "' is already registered" +
-                                   (old->source_file().empty() ? " (built in)" : " (" + std::string(old->source_file()) + ")"),
-                               f);
+        return InvalidArgument(
+            f + ": kernel '" + name + "' is already registered" +
+                (old->source_file().empty() ? " (built in)" : " (" + std::string(old->source_file()) + ")"),
+            f);
       }
       fresh.push_back(std::move(*spec));
     }

@@ -133,7 +133,8 @@ Result<LandscapeView> BuildLandscape(Service& svc, int64_t sweep_id, const std::
   if (v.tasks.empty()) return NotFound("sweep " + std::to_string(sweep_id) + " has no buckets", "id");
   v.bucket = bucket.empty() ? v.tasks.front().bucket : bucket;
   const bool known = std::any_of(v.tasks.begin(), v.tasks.end(), [&](const auto& t) { return t.bucket == v.bucket; });
-  if (!known) return NotFound("sweep " + std::to_string(sweep_id) + " has no bucket '" + guards::Clip(v.bucket) + "'", "bucket");
+  if (!known)
+    return NotFound("sweep " + std::to_string(sweep_id) + " has no bucket '" + guards::Clip(v.bucket) + "'", "bucket");
   if (const KernelSpec* spec = FindKernel(v.sweep.request.kernel)) {
     for (const auto& p : spec->params()) v.params.emplace_back(p.name);
     v.default_config = spec->DefaultConfig();

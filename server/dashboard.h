@@ -41,7 +41,7 @@ struct BucketBest {
   store::TaskRecord task;
   int64_t measured = 0;
   int64_t ok = 0;
-  std::optional<tuner::Measurement> best;  // fastest passing measurement, without samples
+  std::optional<tuner::Measurement> best;   // fastest passing measurement, without samples
   std::optional<double> default_median_ns;  // the kernel's default config, if it was measured and passed
   std::optional<Config> chosen;             // the decision round's choice, once run
 };
@@ -66,9 +66,9 @@ Result<std::vector<WinnerView>> BuildWinners(Service& svc, const std::string& ke
                                              int64_t stale_days);
 
 struct RankedConfig {
-  tuner::Measurement m;  // with samples
-  int64_t rank = 0;      // 1 = fastest passing config of the bucket
-  double noise_band = 0;  // tuner::NoiseBand of this config and the tuned one, from their samples
+  tuner::Measurement m;       // with samples
+  int64_t rank = 0;           // 1 = fastest passing config of the bucket
+  double noise_band = 0;      // tuner::NoiseBand of this config and the tuned one, from their samples
   bool within_noise = false;  // median within noise_band of the tuned config's
 };
 struct ExplainView {

@@ -97,8 +97,8 @@ Verdict CheckHead(const Head& head, const std::vector<std::string>& allowed_host
       return Refuse(400, "invalid_argument", "Content-Length must be a decimal integer", "Content-Length");
     }
     if (n > limits.max_body_bytes) {
-      return Refuse(413, "invalid_argument",
-                    "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes", "body");
+      return Refuse(413, "invalid_argument", "request body exceeds " + std::to_string(limits.max_body_bytes) + " bytes",
+                    "body");
     }
   }
   return {};
@@ -146,8 +146,7 @@ Verdict ScanJson(std::string_view body, const Limits& limits) {
       string_start = i + 1;
     } else if (c == '[' || c == '{') {
       if (static_cast<int>(stack.size()) >= limits.max_depth) {
-        return Refuse(400, "invalid_argument", "JSON nesting deeper than " + std::to_string(limits.max_depth),
-                      "body");
+        return Refuse(400, "invalid_argument", "JSON nesting deeper than " + std::to_string(limits.max_depth), "body");
       }
       stack.push_back(Open{c == '[', 0, false});
     } else if (c == ']' || c == '}') {

@@ -16,12 +16,12 @@
 namespace blocktune::server::guards {
 
 struct Limits {
-  size_t max_body_bytes = 1 << 20;   // 1 MiB: a 256-shape sweep request is under 20 KiB
-  int max_depth = 16;                // our deepest request nests 3 levels
-  size_t max_string_bytes = 4096;    // longest legitimate string: an override reason
-  size_t max_array_items = 1024;     // longest legitimate array: 256 shapes or queries
-  size_t max_shapes = 256;           // shapes per sweep
-  size_t max_batch_queries = 256;    // queries per batch lookup
+  size_t max_body_bytes = 1 << 20;  // 1 MiB: a 256-shape sweep request is under 20 KiB
+  int max_depth = 16;               // our deepest request nests 3 levels
+  size_t max_string_bytes = 4096;   // longest legitimate string: an override reason
+  size_t max_array_items = 1024;    // longest legitimate array: 256 shapes or queries
+  size_t max_shapes = 256;          // shapes per sweep
+  size_t max_batch_queries = 256;   // queries per batch lookup
 };
 
 // Refusal: an HTTP status and the error body's code/message/path. status 0 = allowed.
@@ -36,7 +36,7 @@ struct Verdict {
 // What the head guard needs from a request, extracted by the HTTP layer (or the fuzzer).
 struct Head {
   std::string_view method;
-  std::string_view host;               // Host header; empty if absent
+  std::string_view host;  // Host header; empty if absent
   bool has_content_length = false;
   std::string_view content_length;     // raw header value
   std::string_view transfer_encoding;  // raw header value

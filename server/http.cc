@@ -48,7 +48,8 @@ Status CheckShape(const httplib::Request& req, const api::Route& route,
   if (req.method != "GET") {
     // A form-encoded body lands in req.params too (curl -d sends that Content-Type), so for
     // body-carrying methods only the URL itself is checked; none of them take parameters.
-    if (req.target.find('?') != std::string::npos) return InvalidArgument("this route takes no query parameters", "query");
+    if (req.target.find('?') != std::string::npos)
+      return InvalidArgument("this route takes no query parameters", "query");
     return {};
   }
   for (const auto& [name, value] : req.params) {
@@ -138,9 +139,8 @@ HttpServer::HttpServer(Service& service, HttpOptions options)
       metrics_(api::Routes().size()) {
   for (const char* name : {"127.0.0.1", "localhost", "::1"}) options_.allowed_hosts.emplace_back(name);
   if (options_.host != "0.0.0.0" && options_.host != "::" && !options_.host.empty()) {
-    options_.allowed_hosts.push_back(guards::HostName(options_.host.find(':') != std::string::npos
-                                                           ? "[" + options_.host + "]"
-                                                           : options_.host));
+    options_.allowed_hosts.push_back(
+        guards::HostName(options_.host.find(':') != std::string::npos ? "[" + options_.host + "]" : options_.host));
   }
   for (auto& h : options_.allowed_hosts) {
     if (h != "*") h = guards::HostName(h.find(':') != std::string::npos && h.front() != '[' ? "[" + h + "]" : h);
@@ -186,8 +186,8 @@ void HttpServer::Install() {
     // The route's own flag decides; a path no route has needs the token for anything but a
     // read, so probing for unpublished mutating routes without it learns nothing.
     const api::Route* route = api::MatchRoute(req.method, req.path);
-    const bool needs_token = route != nullptr ? route->auth == api::Auth::kBearer
-                                              : req.method != "GET" && req.method != "HEAD";
+    const bool needs_token =
+        route != nullptr ? route->auth == api::Auth::kBearer : req.method != "GET" && req.method != "HEAD";
     if (v.ok() && needs_token) {
       const std::string_view auth = header("Authorization");
       constexpr std::string_view kBearer = "Bearer ";
@@ -252,7 +252,7 @@ void HttpServer::Install() {
     std::set<std::string, std::less<>> allowed;
     for (const api::Param& q : r.query) allowed.emplace(q.name);
     Handler wrapped = [this, i, &r, h = std::move(h), allowed = std::move(allowed)](const httplib::Request& req,
-                                                                                     httplib::Response& res) {
+                                                                                    httplib::Response& res) {
       const auto start = std::chrono::steady_clock::now();
       if (auto s = CheckShape(req, r, allowed); !s) {
         SendJson(res, wire::HttpStatus(s.error().code), wire::EncodeError(s.error()));

@@ -9,14 +9,14 @@
 #include <array>
 #include <atomic>
 #include <cstdio>
-#include <mutex>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
-#include "server/wire.h"
 #include "server/routes.h"
 #include "server/service.h"
+#include "server/wire.h"
 
 namespace httplib {
 class Server;
@@ -28,7 +28,7 @@ namespace blocktune::server {
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
-  int port = 8787;  // 0: any free port
+  int port = 8787;    // 0: any free port
   std::string token;  // required on mutating routes; never logged
   wire::Limits limits;
   // Each keep-alive connection holds a worker for its lifetime (cpp-httplib's thread pool), so

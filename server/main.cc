@@ -7,11 +7,11 @@
 // schema newer than this build, 5 cannot listen, 6 token problem, 7 database cannot be opened
 // (permissions, locked) or the service cannot start, 8 worker executable missing. A bad external
 // kernel spec (--kernel-dir) is a bad command line (2), named in the log.
-#include <CLI/CLI.hpp>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <cstdio>
 #include <filesystem>
@@ -40,8 +40,9 @@ constexpr int kExitWorker = 8;
 
 int main(int argc, char** argv) {
   using namespace blocktune;
-  CLI::App app{"blocktuned: autotuning daemon serving tuned block sizes over HTTP JSON, and a read-only "
-               "dashboard at /ui/"};
+  CLI::App app{
+      "blocktuned: autotuning daemon serving tuned block sizes over HTTP JSON, and a read-only "
+      "dashboard at /ui/"};
   std::string host = "127.0.0.1";
   int port = 8787;
   std::string db_path = "var/blocktune.db";
@@ -63,7 +64,9 @@ int main(int argc, char** argv) {
   app.add_flag("--allow-remote", allow_remote,
                "listen on a non-loopback --host (logged as a warning): blocktuned has no TLS and one thread per "
                "connection, so slow clients can hold every thread; docs/scale.md");
-  app.add_option("--port", port, "TCP port; 0 picks a free one (see --port-file)")->capture_default_str()->check(CLI::Range(0, 65535));
+  app.add_option("--port", port, "TCP port; 0 picks a free one (see --port-file)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
   app.add_option("--db", db_path, "SQLite database file (created if missing)")->capture_default_str();
   app.add_option("--token-file", token_file,
                  "file holding the bearer token for mutating routes; default: 'token' next to the database, "
@@ -71,7 +74,8 @@ int main(int argc, char** argv) {
   app.add_option("--port-file", port_file, "write the bound port to this file once listening");
   app.add_option("--http-threads", http_threads,
                  "HTTP worker threads; each keep-alive connection holds one, so this caps concurrent clients")
-      ->capture_default_str()->check(CLI::Range(1, 1024));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
   app.add_option("--allowed-host", allowed_hosts,
                  "Host header names to serve besides loopback and --host (repeatable; '*' serves any)");
   std::string exchange_log;
@@ -80,27 +84,38 @@ int main(int argc, char** argv) {
                  "never) to this file as JSON lines; off by default");
   app.add_option("--backup-dir", backup_dir, "where POST /v1/backup writes (default: 'backups' beside the database)");
   app.add_option("--sweeps-per-minute", sweeps_per_minute, "rate limit on sweep creation (burst of 10)")
-      ->capture_default_str()->check(CLI::Range(0.1, 100000.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 100000.0));
   app.add_option("--miss-flush-seconds", miss_flush_seconds,
                  "how often lookup misses counted in memory are added to the database (GET /v1/misses)")
-      ->capture_default_str()->check(CLI::Range(0.01, 3600.0));
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 3600.0));
   app.add_option("--max-sweep-measurements", max_sweep_measurements, "largest sweep accepted (configs x buckets)")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   server::AddTimingFlags(&app, timing);
   bool in_process = false;
   tuner::WorkerOptions worker_options;
   int64_t worker_memory_mb = 0;
-  app.add_flag("--in-process", in_process, "run configs inside the daemon instead of worker processes (debugging only: a crashing config takes the daemon down)");
-  app.add_option("--worker", worker_options.worker_path, "worker executable; default: blocktune-worker next to blocktuned");
-  app.add_option("--worker-timeout-s", worker_options.timeout_s, "per-config time limit in seconds; 0 = derived from the config's expected cost, at least 10 s")
-      ->capture_default_str()->check(CLI::Range(0.0, 1e7));
+  app.add_flag("--in-process", in_process,
+               "run configs inside the daemon instead of worker processes (debugging only: a crashing config takes the "
+               "daemon down)");
+  app.add_option("--worker", worker_options.worker_path,
+                 "worker executable; default: blocktune-worker next to blocktuned");
+  app.add_option("--worker-timeout-s", worker_options.timeout_s,
+                 "per-config time limit in seconds; 0 = derived from the config's expected cost, at least 10 s")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e7));
   std::string worker_sched = "idle";
   app.add_option("--worker-sched", worker_sched,
                  "scheduling class of worker processes: idle (SCHED_IDLE: lookups always preempt measurements; "
                  "disturbed timings are re-timed or recorded unstable) or normal (a dedicated tuning box)")
-      ->capture_default_str()->check(CLI::IsMember({"idle", "normal"}));
-  app.add_option("--worker-memory-mb", worker_memory_mb, "worker address-space limit (RLIMIT_AS) in MiB; 0 = half the physical memory, -1 = none")
-      ->capture_default_str()->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
+      ->capture_default_str()
+      ->check(CLI::IsMember({"idle", "normal"}));
+  app.add_option("--worker-memory-mb", worker_memory_mb,
+                 "worker address-space limit (RLIMIT_AS) in MiB; 0 = half the physical memory, -1 = none")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 40));
   std::string isa;
   app.add_option("--isa", isa,
                  "run every sweep's kernels at this ISA level (avx512, avx2, base; at most the CPU's own) and "
@@ -123,12 +138,16 @@ int main(int argc, char** argv) {
   const bool loopback = host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
   if (!loopback) {
     if (!allow_remote) {
-      spdlog::critical("refusing to listen on non-loopback host={}: serve other hosts through nginx "
-                       "(deploy/nginx/blocktune.conf), or pass --allow-remote", host);
+      spdlog::critical(
+          "refusing to listen on non-loopback host={}: serve other hosts through nginx "
+          "(deploy/nginx/blocktune.conf), or pass --allow-remote",
+          host);
       return kExitUsage;
     }
-    spdlog::warn("listening on non-loopback host={} (--allow-remote): no TLS, and slow clients can hold all {} "
-                 "HTTP threads; put nginx in front (deploy/nginx/blocktune.conf)", host, http_threads);
+    spdlog::warn(
+        "listening on non-loopback host={} (--allow-remote): no TLS, and slow clients can hold all {} "
+        "HTTP threads; put nginx in front (deploy/nginx/blocktune.conf)",
+        host, http_threads);
   }
   // Before anything detects the host: the service's hardware key and the workers' environment.
   if (auto s = isa.empty() ? CheckIsaEnvironment() : ForceIsa(isa); !s) {
@@ -176,7 +195,8 @@ int main(int argc, char** argv) {
     return store.error().code == ErrorCode::kDataLoss ? kExitDatabase : kExitOpen;
   }
 
-  if (token_file.empty()) token_file = (db.has_parent_path() ? db.parent_path() / "token" : std::filesystem::path("token")).string();
+  if (token_file.empty())
+    token_file = (db.has_parent_path() ? db.parent_path() / "token" : std::filesystem::path("token")).string();
   auto token = server::LoadOrCreateToken(token_file);
   if (!token) {
     spdlog::critical("token error=\"{}\"", token.error().ToString());

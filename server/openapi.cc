@@ -75,8 +75,9 @@ Json Operation(const api::Route& r) {
   } else {
     op["security"] = Json::array();
   }
-  responses["4XX"] = {{"description", "refused by a guard before routing: Host not served (421), body framing "
-                                      "(411, 415), size (413, 414), no route (404, 405)"},
+  responses["4XX"] = {{"description",
+                       "refused by a guard before routing: Host not served (421), body framing "
+                       "(411, 415), size (413, 414), no route (404, 405)"},
                       {"content", ErrorContent()}};
   responses["5XX"] = {{"description", "server error"}, {"content", ErrorContent()}};
   op["responses"] = responses;
@@ -104,8 +105,9 @@ Json OpenApiDocument() {
       {"info",
        {{"title", "blocktuned"},
         {"version", "1"},
-        {"description", "Tuned block sizes for CPU kernels: lookups, sweeps, overrides, tables. Generated from the "
-                        "route table in server/routes.h; see docs/api.md."}}},
+        {"description",
+         "Tuned block sizes for CPU kernels: lookups, sweeps, overrides, tables. Generated from the "
+         "route table in server/routes.h; see docs/api.md."}}},
       {"servers", Json::array({{{"url", "http://127.0.0.1:8787"}, {"description", "the daemon's default address"}}})},
       {"tags", tags},
       {"paths", paths},
@@ -113,7 +115,9 @@ Json OpenApiDocument() {
        {{"schemas", wire::ComponentSchemas()},
         {"securitySchemes",
          {{"bearer",
-           {{"type", "http"}, {"scheme", "bearer"}, {"description", "the daemon's token (var/token or BLOCKTUNE_TOKEN)"}}}}}}}};
+           {{"type", "http"},
+            {"scheme", "bearer"},
+            {"description", "the daemon's token (var/token or BLOCKTUNE_TOKEN)"}}}}}}}};
 }
 
 }  // namespace blocktune::server

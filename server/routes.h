@@ -91,10 +91,10 @@ struct Route {
   // (GET /v1/lookup: m, n, k for matmul); they cannot be listed statically.
   bool kernel_dims_in_query = false;
   std::vector<Param> headers;
-  std::string_view request;       // component schema of the JSON body; "" = no body
-  std::string_view content_type;  // of the success body
+  std::string_view request;         // component schema of the JSON body; "" = no body
+  std::string_view content_type;    // of the success body
   std::vector<Response> responses;  // success first, then every status the handler answers with
-  std::string_view description;   // longer text for the OpenAPI document ("" = none)
+  std::string_view description;     // longer text for the OpenAPI document ("" = none)
 };
 
 // Every route, in the order the server matches them (lookups first: they are the hot path).

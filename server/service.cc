@@ -7,15 +7,15 @@
 
 #include <sys/resource.h>
 
-#include <cerrno>
 #include <unistd.h>
+#include <cerrno>
 
 #include <filesystem>
 #include <map>
 
+#include "codegen/codegen.h"
 #include "external/spec.h"
 #include "store/task_sink.h"
-#include "codegen/codegen.h"
 
 namespace blocktune::server {
 

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "blocktune/version.h"
-#include "store/store.h"
 #include "server/misses.h"
+#include "store/store.h"
 #include "tuner/lookup.h"
 #include "tuner/sweep.h"
 
@@ -139,7 +139,7 @@ class Service {
   std::unique_ptr<store::Store> store_;
   std::string db_path_;
   ServiceOptions options_;
-  HardwareProfile host_;  // detected once at start; threads set per sweep
+  HardwareProfile host_;                // detected once at start; threads set per sweep
   std::vector<std::string> host_keys_;  // HostKey(t) for t in [0, 256], built once
 
   std::vector<tuner::TunedEntry> checked_in_;  // tables/tuned_entries.jsonl as built in

@@ -6,15 +6,15 @@
 
 #include <sys/resource.h>
 
-#include <cerrno>
 #include <unistd.h>
+#include <cerrno>
 
 #include <filesystem>
 #include <map>
 
+#include "codegen/codegen.h"
 #include "external/spec.h"
 #include "store/task_sink.h"
-#include "codegen/codegen.h"
 
 namespace blocktune::server {
 namespace {
@@ -80,8 +80,8 @@ Result<KernelReload> Service::ReloadKernels() {
   if ((!out.added.empty() || !out.replaced.empty()) && options_.on_kernels_changed) options_.on_kernels_changed();
   if (auto s = ReloadIndex(); !s) return std::unexpected(s.error());
   out.tuned_rows = static_cast<int64_t>(Index()->rows().size());
-  spdlog::info("kernels reloaded added={} replaced={} unchanged={} tuned_rows={}", out.added.size(), out.replaced.size(),
-               out.unchanged, out.tuned_rows);
+  spdlog::info("kernels reloaded added={} replaced={} unchanged={} tuned_rows={}", out.added.size(),
+               out.replaced.size(), out.unchanged, out.tuned_rows);
   return out;
 }
 
@@ -116,11 +116,14 @@ Result<store::OverrideRecord> Service::PutOverride(const store::OverrideRecord& 
   if (spec == nullptr) return InvalidArgument("unknown kernel '" + o.kernel + "'", "kernel");
   bool dtype_ok = false;
   for (DType d : spec->dtypes()) dtype_ok |= d == o.dtype;
-  if (!dtype_ok) return InvalidArgument("kernel " + o.kernel + " does not support dtype " + std::string(DTypeName(o.dtype)), "dtype");
+  if (!dtype_ok)
+    return InvalidArgument("kernel " + o.kernel + " does not support dtype " + std::string(DTypeName(o.dtype)),
+                           "dtype");
   auto problem = spec->ProblemFromBucket(o.dtype, o.bucket);
   if (!problem) return std::unexpected(WithPathPrefix(problem.error(), "bucket"));
   if (spec->Bucket(*problem).first != o.bucket) {
-    return InvalidArgument("'" + o.bucket + "' is not a canonical bucket id; use '" + spec->Bucket(*problem).first + "'", "bucket");
+    return InvalidArgument(
+        "'" + o.bucket + "' is not a canonical bucket id; use '" + spec->Bucket(*problem).first + "'", "bucket");
   }
   auto full = spec->CompleteConfig(o.config);
   if (!full) return std::unexpected(WithPathPrefix(full.error(), "config"));

@@ -5,15 +5,15 @@
 
 #include <sys/resource.h>
 
-#include <cerrno>
 #include <unistd.h>
+#include <cerrno>
 
 #include <filesystem>
 #include <map>
 
+#include "codegen/codegen.h"
 #include "external/spec.h"
 #include "store/task_sink.h"
-#include "codegen/codegen.h"
 
 namespace blocktune::server {
 
@@ -32,7 +32,8 @@ Status Service::FlushMisses() {
   auto batch = misses_.Take();
   if (batch.empty()) return {};
   if (auto s = store_->misses().Add(batch); !s) {
-    return MakeError(s.error().code, s.error().message + " (" + std::to_string(batch.size()) + " buckets of counts lost)");
+    return MakeError(s.error().code,
+                     s.error().message + " (" + std::to_string(batch.size()) + " buckets of counts lost)");
   }
   return {};
 }

@@ -5,15 +5,15 @@
 
 #include <sys/resource.h>
 
-#include <cerrno>
 #include <unistd.h>
+#include <cerrno>
 
 #include <filesystem>
 #include <map>
 
+#include "codegen/codegen.h"
 #include "external/spec.h"
 #include "store/task_sink.h"
-#include "codegen/codegen.h"
 
 namespace blocktune::server {
 
@@ -92,7 +92,8 @@ void Service::RunTask(const store::TaskRecord& task) {
     if (answer->source == tables::Source::kDefault) return std::optional<Config>();
     return std::optional<Config>(answer->config);
   };
-  store::TaskSink sink(*store_, task, [this] { return cancel_current_.load() || stop_now_.load(); }, served);
+  store::TaskSink sink(
+      *store_, task, [this] { return cancel_current_.load() || stop_now_.load(); }, served);
   auto winners = tuner::RunSweep(request, task.sweep_id, *spec, hw, sink, options_.sweep);
   current_sweep_ = 0;
   if (stop_now_) {

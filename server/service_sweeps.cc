@@ -5,15 +5,15 @@
 
 #include <sys/resource.h>
 
-#include <cerrno>
 #include <unistd.h>
+#include <cerrno>
 
 #include <filesystem>
 #include <map>
 
+#include "codegen/codegen.h"
 #include "external/spec.h"
 #include "store/task_sink.h"
-#include "codegen/codegen.h"
 
 namespace blocktune::server {
 
@@ -99,17 +99,18 @@ Result<store::CreatedSweep> Service::SubmitSweep(const KernelSpec& spec, const t
   const auto admit = [this]() -> Status {
     if (TakeSweepToken()) return {};
     return MakeError(ErrorCode::kResourceExhausted,
-                     "too many sweeps created; at most " + std::to_string(static_cast<int>(options_.sweeps_per_minute)) +
-                         " per minute",
+                     "too many sweeps created; at most " +
+                         std::to_string(static_cast<int>(options_.sweeps_per_minute)) + " per minute",
                      "");
   };
   auto created = store_->sweeps().Create(request, *hw_id, spec.bucket_version(), options_.tool_version, *tasks,
-                                              idempotency_key, canonical_request, admit);
+                                         idempotency_key, canonical_request, admit);
   if (!created) return std::unexpected(created.error());
   if (created->created && tasks->empty()) {
     // Only a shard can plan nothing (--shard I/N with more shards than this plan has items):
     // done at once, with nothing to run.
-    if (auto s = store_->sweeps().SetStatus(created->id, store::SweepStatus::kDone); !s) return std::unexpected(s.error());
+    if (auto s = store_->sweeps().SetStatus(created->id, store::SweepStatus::kDone); !s)
+      return std::unexpected(s.error());
     spdlog::info("sweep id={} has nothing in shard {}/{}: done", created->id, request.shard_index, request.shard_count);
     return created;
   }
@@ -134,15 +135,16 @@ Result<SweepView> Service::GetSweep(int64_t id) {
   if (!progress) return std::unexpected(progress.error());
   v.progress = std::move(*progress);
   if (v.sweep.status == store::SweepStatus::kRunning && v.progress.seconds_per_measurement > 0) {
-    v.eta_seconds = v.progress.seconds_per_measurement * static_cast<double>(std::max<int64_t>(0, v.progress.total - v.progress.done));
+    v.eta_seconds = v.progress.seconds_per_measurement *
+                    static_cast<double>(std::max<int64_t>(0, v.progress.total - v.progress.done));
   } else if (v.sweep.status == store::SweepStatus::kDone) {
     v.eta_seconds = 0;
   }
   return v;
 }
 
-Result<std::vector<store::SweepRecord>> Service::ListSweeps(std::optional<store::SweepStatus> status,
-                                                           int64_t after_id, int64_t limit) {
+Result<std::vector<store::SweepRecord>> Service::ListSweeps(std::optional<store::SweepStatus> status, int64_t after_id,
+                                                            int64_t limit) {
   return store_->sweeps().ListPage(status, after_id, limit);
 }
 

@@ -27,7 +27,8 @@ struct TimingFlags {
 // Adds --min-repetition-ms, --repetitions and --max-cv to `cmd`. `help_prefix` goes before each
 // help text (the CLI's sweep says "--local: ", since the daemon's own flags time remote sweeps).
 inline void AddTimingFlags(CLI::App* cmd, TimingFlags& flags, const std::string& help_prefix = "") {
-  cmd->add_option("--min-repetition-ms", flags.min_repetition_ms, help_prefix + "minimum length of one timed repetition")
+  cmd->add_option("--min-repetition-ms", flags.min_repetition_ms,
+                  help_prefix + "minimum length of one timed repetition")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 10000.0));  // 0.01: flow tests that only need a verdict
   cmd->add_option("--repetitions", flags.repetitions, help_prefix + "timed repetitions per config")

@@ -39,9 +39,7 @@ void Send(httplib::Response& res, const UiAsset& a, bool immutable) {
 
 void InstallUi(httplib::Server& server) {
   const UiAsset* index = Find("index.html");
-  server.Get("/ui", [](const httplib::Request&, httplib::Response& res) {
-    res.set_redirect("/ui/", 301);
-  });
+  server.Get("/ui", [](const httplib::Request&, httplib::Response& res) { res.set_redirect("/ui/", 301); });
   server.Get(R"(/ui/assets/([A-Za-z0-9_.\-]{1,64}))", [](const httplib::Request& req, httplib::Response& res) {
     const UiAsset* a = Find(std::string(req.matches[1]));
     if (a == nullptr || a->name == "index.html") {
@@ -51,7 +49,8 @@ void InstallUi(httplib::Server& server) {
     Send(res, *a, true);
   });
   // Any other path under /ui/ is a page: the script reads the URL and draws it.
-  server.Get(R"(/ui/(.{0,512}))", [index](const httplib::Request&, httplib::Response& res) { Send(res, *index, false); });
+  server.Get(R"(/ui/(.{0,512}))",
+             [index](const httplib::Request&, httplib::Response& res) { Send(res, *index, false); });
 }
 
 }  // namespace blocktune::server

@@ -14,7 +14,7 @@ class Server;
 namespace blocktune::server {
 
 struct UiAsset {
-  std::string_view name;          // served at /ui/assets/<name>; "index.html" is every page
+  std::string_view name;  // served at /ui/assets/<name>; "index.html" is every page
   std::string_view content_type;
   std::string_view body;
 };

@@ -14,9 +14,9 @@
 #include "kernels/core/hardware.h"
 #include "kernels/core/kernel_spec.h"
 #include "kernels/core/result.h"
-#include "store/store.h"
 #include "server/guards.h"
 #include "server/misses.h"
+#include "store/store.h"
 #include "tuner/lookup.h"
 #include "tuner/measurement.h"
 
@@ -54,8 +54,7 @@ Result<SweepSubmission> DecodeSweepSubmission(const Json& j, const Limits& limit
 
 // A sweep; with progress, also "progress": {"done", "total", "tasks_done", "tasks_total",
 // "by_outcome": {...}} and "eta_seconds" (null when unknown).
-Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress = nullptr,
-                 double eta_seconds = -1);
+Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress = nullptr, double eta_seconds = -1);
 Json EncodeSweepList(const std::vector<store::SweepRecord>& sweeps, int64_t next_after_id);
 struct SweepStatusView {
   int64_t id = 0;

@@ -157,8 +157,7 @@ Result<std::vector<tuner::Measurement>> MeasurementsTable::ListBucket(int64_t sw
   return rows;
 }
 
-Result<std::vector<tuner::Measurement>> MeasurementsTable::ListPage(int64_t sweep_id, int64_t after_id,
-                                                                    int64_t limit) {
+Result<std::vector<tuner::Measurement>> MeasurementsTable::ListPage(int64_t sweep_id, int64_t after_id, int64_t limit) {
   auto lock = db_.Lock();
   auto st = db_.conn().Prepare(std::string(kMeasurementColumns) + kSelectPageSql);
   if (!st) return std::unexpected(st.error());

@@ -16,7 +16,8 @@ namespace {
 // kLegacyFileNumbers[p - 1]. Frozen: no later build writes the old numbering.
 constexpr std::array<int, 6> kLegacyFileNumbers = {1, 2, 3, 5, 6, 7};
 
-constexpr char kReadHeaderSql[] = "SELECT application_id, user_version FROM pragma_application_id(), pragma_user_version()";
+constexpr char kReadHeaderSql[] =
+    "SELECT application_id, user_version FROM pragma_application_id(), pragma_user_version()";
 // What the tables of a legacy database say was applied: the five tables of 0001, final_rounds
 // (0005), sweep_tasks (0006) and the 'transfer' strategy in sweeps' CHECK (0007). Checked
 // before a legacy version is trusted, because branch builds once applied 0006 before 0005
@@ -86,10 +87,10 @@ Status CarryOver(Connection& conn) {
   auto shape = LegacyShapeMatches(conn, number);
   if (!shape) return Rollback(conn, std::unexpected(shape.error()));
   if (!*shape) {
-    return Rollback(conn, MakeError(ErrorCode::kDataLoss,
-                                    "schema version " + std::to_string(h->version) +
-                                        " (old numbering) but the tables are not those of migration " +
-                                        std::to_string(number) + "; the database was not modified"));
+    return Rollback(conn,
+                    MakeError(ErrorCode::kDataLoss, "schema version " + std::to_string(h->version) +
+                                                        " (old numbering) but the tables are not those of migration " +
+                                                        std::to_string(number) + "; the database was not modified"));
   }
   const std::string rewrite = "PRAGMA user_version = " + std::to_string(number) +
                               "; PRAGMA application_id = " + std::to_string(kApplicationId) + ";";

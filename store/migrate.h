@@ -22,8 +22,8 @@ int LatestSchemaVersion();
 // step (the carry-over, each migration) is one transaction that re-reads the version inside
 // it, so two processes opening one file at once apply nothing twice. Errors, each leaving the
 // file as it was: data_loss (another application's file, or an old-numbered version its tables
-// contradict), failed_precondition (newer than this build), internal (a migration failed and was rolled back). `target_version` below the latest stops
-// early (tests use it to look at the carry-over before later migrations run).
+// contradict), failed_precondition (newer than this build), internal (a migration failed and was rolled back).
+// `target_version` below the latest stops early (tests use it to look at the carry-over before later migrations run).
 Status Migrate(Connection& conn, int target_version = LatestSchemaVersion());
 
 }  // namespace blocktune::store

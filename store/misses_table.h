@@ -21,10 +21,10 @@ struct MissCount {
   DType dtype = DType::kF32;
   std::string hardware_key;  // the key the lookups asked for
   std::string bucket;
-  NamedInts dims;            // a problem in the bucket (the first counted)
-  int64_t fallback = 0;      // answered tuned_fallback
-  int64_t nearest = 0;       // answered nearest
-  int64_t defaulted = 0;     // answered default
+  NamedInts dims;             // a problem in the bucket (the first counted)
+  int64_t fallback = 0;       // answered tuned_fallback
+  int64_t nearest = 0;        // answered nearest
+  int64_t defaulted = 0;      // answered default
   std::string first_seen_at;  // UTC "YYYY-MM-DDTHH:MM:SS.fffZ"
   std::string last_seen_at;
   int64_t count() const { return fallback + nearest + defaulted; }

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "kernels/core/config.h"
 #include "kernels/core/dtype.h"
 #include "kernels/core/result.h"
 #include "store/database.h"
-#include "kernels/core/config.h"
 
 namespace blocktune::store {
 

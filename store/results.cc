@@ -100,12 +100,15 @@ bool IdentityOk(const std::string& s, size_t min_len, size_t max_len) {
 }  // namespace
 
 Status CheckBatch(const ResultsBatch& b) {
-  if (!IdentityOk(b.batch_id, 1, 200)) return InvalidArgument("batch_id must be 1-200 characters of [0-9A-Za-z-_:.]", "batch_id");
+  if (!IdentityOk(b.batch_id, 1, 200))
+    return InvalidArgument("batch_id must be 1-200 characters of [0-9A-Za-z-_:.]", "batch_id");
   const SweepRecord& s = b.sweep;
-  if (!IdentityOk(s.uid, 8, 64)) return InvalidArgument("sweep uid must be 8-64 characters of [0-9A-Za-z-_:.]", "sweep.uid");
+  if (!IdentityOk(s.uid, 8, 64))
+    return InvalidArgument("sweep uid must be 8-64 characters of [0-9A-Za-z-_:.]", "sweep.uid");
   const KernelSpec* spec = FindKernel(s.request.kernel);
   if (spec == nullptr) return InvalidArgument("unknown kernel '" + s.request.kernel + "'", "sweep.kernel");
-  if (s.request.threads < 1 || s.request.threads > 1024) return InvalidArgument("threads must be in [1, 1024]", "sweep.threads");
+  if (s.request.threads < 1 || s.request.threads > 1024)
+    return InvalidArgument("threads must be in [1, 1024]", "sweep.threads");
   if (s.request.shard_count < 1 || s.request.shard_index < 0 || s.request.shard_index >= s.request.shard_count) {
     return InvalidArgument("shard must satisfy 0 <= index < count", "sweep.shard");
   }
@@ -114,15 +117,18 @@ Status CheckBatch(const ResultsBatch& b) {
     return InvalidArgument("hardware profile's key " + b.hardware.Key() + " is not the sweep's " + s.hardware_key,
                            "hardware");
   }
-  if (b.hardware.threads != s.request.threads) return InvalidArgument("hardware threads differ from the sweep's", "hardware.threads");
+  if (b.hardware.threads != s.request.threads)
+    return InvalidArgument("hardware threads differ from the sweep's", "hardware.threads");
   if (b.measurements.size() > kMaxBatchMeasurements) {
-    return InvalidArgument("at most " + std::to_string(kMaxBatchMeasurements) + " measurements per batch", "measurements");
+    return InvalidArgument("at most " + std::to_string(kMaxBatchMeasurements) + " measurements per batch",
+                           "measurements");
   }
   std::set<std::pair<std::string, std::string>> seen;
   for (size_t i = 0; i < b.measurements.size(); ++i) {
     const tuner::Measurement& m = b.measurements[i];
     const std::string at = "measurements[" + std::to_string(i) + "]";
-    if (m.bucket.empty() || m.bucket.size() > 256) return InvalidArgument("bucket must be 1-256 characters", at + ".bucket");
+    if (m.bucket.empty() || m.bucket.size() > 256)
+      return InvalidArgument("bucket must be 1-256 characters", at + ".bucket");
     if (m.config.empty()) return InvalidArgument("config is empty", at + ".config");
     if (m.samples_ns.size() > kMaxSamplesPerMeasurement) {
       return InvalidArgument("at most " + std::to_string(kMaxSamplesPerMeasurement) + " samples", at + ".samples");
@@ -132,7 +138,8 @@ Status CheckBatch(const ResultsBatch& b) {
     }
     // As its sweep would have made it: the same checks PlanSweep applies, for the hardware it
     // was measured on (tuner/check.h). The whole batch is refused, so nothing of it is written.
-    if (m.problem.dtype != s.request.dtype) return InvalidArgument("problem dtype differs from the sweep's", at + ".problem");
+    if (m.problem.dtype != s.request.dtype)
+      return InvalidArgument("problem dtype differs from the sweep's", at + ".problem");
     if (auto c = tuner::CheckMeasurement(*spec, m, b.hardware); !c) {
       Error e = WithPathPrefix(c.error(), at);
       e.message = at + ": " + e.message;
@@ -176,14 +183,14 @@ class Sha256 {
   static uint32_t Rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
   void Compress() {
     static constexpr uint32_t k[64] = {
-        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
-        0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
-        0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
-        0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13,
-        0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819,
-        0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a,
-        0x5b9cca4f, 0x682e6ff3, 0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-        0xc67178f2};
+        0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+        0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+        0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+        0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+        0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+        0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+        0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+        0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
     uint32_t w[64];
     for (int i = 0; i < 16; ++i) {
       w[i] = uint32_t{block_[4 * i]} << 24 | uint32_t{block_[4 * i + 1]} << 16 | uint32_t{block_[4 * i + 2]} << 8 |
@@ -279,7 +286,8 @@ std::optional<tuner::TunedEntry> PoolWinner(const std::vector<tuner::Measurement
     } else {
       c.samples.insert(c.samples.end(), m.samples_ns.begin(), m.samples_ns.end());
     }
-    if (c.best == nullptr || m.median_ns < c.best->median_ns || (m.median_ns == c.best->median_ns && m.id < c.best->id)) {
+    if (c.best == nullptr || m.median_ns < c.best->median_ns ||
+        (m.median_ns == c.best->median_ns && m.id < c.best->id)) {
       c.best = &m;
     }
   }
@@ -454,7 +462,8 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
         m.bucket = bucket;
         auto config = NamedInts::Parse(q.Text(2));
         auto outcome = tuner::ParseOutcome(q.Text(3));
-        if (!config || !outcome) return MakeError(ErrorCode::kDataLoss, "measurement " + std::to_string(m.id) + " is malformed");
+        if (!config || !outcome)
+          return MakeError(ErrorCode::kDataLoss, "measurement " + std::to_string(m.id) + " is malformed");
         m.config = std::move(*config);
         m.outcome = *outcome;
         m.median_ns = q.Double(4);
@@ -511,9 +520,11 @@ Result<std::unique_ptr<ResultsReader>> ResultsReader::Open(const std::string& pa
   int version = 0;
   {
     auto st = conn->Prepare(kReadHeaderSql);
-    if (!st) return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + st.error().message + ")");
+    if (!st)
+      return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + st.error().message + ")");
     auto row = st->Step();
-    if (!row) return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + row.error().message + ")");
+    if (!row)
+      return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + row.error().message + ")");
     if (*row) {
       app_id = st->Int(0);
       version = static_cast<int>(st->Int(1));
@@ -532,7 +543,8 @@ Result<std::unique_ptr<ResultsReader>> ResultsReader::Open(const std::string& pa
     if (!st) return std::unexpected(st.error());
     auto row = st->Step();
     if (!row) return std::unexpected(row.error());
-    if (*row && st->Text(0) != "ok") return MakeError(ErrorCode::kDataLoss, path + " failed its integrity check: " + st->Text(0));
+    if (*row && st->Text(0) != "ok")
+      return MakeError(ErrorCode::kDataLoss, path + " failed its integrity check: " + st->Text(0));
   }
   std::unique_ptr<ResultsReader> r(new ResultsReader());
   r->version_ = version;

@@ -5,9 +5,9 @@
 // how `blocktune db merge` and POST /v1/results (`blocktune push`) both write.
 //
 // Apply is idempotent twice over: a batch id seen before with the same contents (its digest) is
-// answered from ingest_batches without touching anything (other contents: already_exists), and each measurement is keyed by (sweep uid, bucket, config) so a
-// batch cut differently (a sweep that grew since the last push) adds only what is new. Winners
-// are never copied: after adding a batch, Apply recomputes the tuned entry of every (kernel,
+// answered from ingest_batches without touching anything (other contents: already_exists), and each measurement is
+// keyed by (sweep uid, bucket, config) so a batch cut differently (a sweep that grew since the last push) adds only
+// what is new. Winners are never copied: after adding a batch, Apply recomputes the tuned entry of every (kernel,
 // dtype, hardware key, bucket) the batch touched from all measurements stored for it, from
 // every sweep and every host with that hardware key (PoolWinner). Hardware keys never mix:
 // a profile is one hardware_profiles row, shared by every host that reports that key.
@@ -34,7 +34,7 @@ struct ResultsBatch {
   std::string batch_id;
   // id, progress_done and imported are ignored; uid (32 hex digits) is required.
   SweepRecord sweep;
-  HardwareProfile hardware;  // its Key() must equal sweep.hardware_key
+  HardwareProfile hardware;                      // its Key() must equal sweep.hardware_key
   std::vector<tuner::Measurement> measurements;  // with samples; id and sweep_id ignored
 };
 

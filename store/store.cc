@@ -25,8 +25,8 @@ Result<std::unique_ptr<Store>> Store::Open(const std::string& path) {
     }
     auto row = check->Step();
     if (!row) {
-      return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + row.error().message +
-                                                 "); refusing to touch it");
+      return MakeError(ErrorCode::kDataLoss,
+                       path + " is not a readable SQLite database (" + row.error().message + "); refusing to touch it");
     }
     if (*row && check->Text(0) != "ok") {
       return MakeError(ErrorCode::kDataLoss, path + " failed its integrity check: " + check->Text(0));

@@ -14,8 +14,7 @@ constexpr char kInsertSweepSql[] =
     "bucket_version, tool_version, progress_total, budget_seconds, created_at, uid, host, shard_index, shard_count) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
     "lower(hex(randomblob(16))), ?, ?, ?)";
-constexpr char kSelectIdempotencySql[] =
-    "SELECT request, sweep_id FROM idempotency_keys WHERE idempotency_key = ?";
+constexpr char kSelectIdempotencySql[] = "SELECT request, sweep_id FROM idempotency_keys WHERE idempotency_key = ?";
 constexpr char kInsertIdempotencySql[] =
     "INSERT INTO idempotency_keys (idempotency_key, request, sweep_id, created_at) "
     "VALUES (?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
@@ -217,8 +216,8 @@ Result<CreatedSweep> SweepsTable::Create(const tuner::SweepRequest& request, int
       if (!row) return std::unexpected(row.error());
       if (*row) {
         if (sel->Text(0) != canonical_request) {
-          return MakeError(ErrorCode::kAlreadyExists,
-                           "Idempotency-Key was already used with a different request", "Idempotency-Key");
+          return MakeError(ErrorCode::kAlreadyExists, "Idempotency-Key was already used with a different request",
+                           "Idempotency-Key");
         }
         out.id = sel->Int(1);
         out.created = false;
@@ -268,8 +267,7 @@ Result<SweepRecord> SweepsTable::Get(int64_t id) {
     auto r = pp->Step();
     if (!r) return std::unexpected(r.error());
     if (!*r) break;
-    sweep->prior_profiles.push_back(
-        tuner::ProfileSimilarity{pp->Text(0), pp->Double(1), pp->Int(2), pp->Double(3)});
+    sweep->prior_profiles.push_back(tuner::ProfileSimilarity{pp->Text(0), pp->Double(1), pp->Int(2), pp->Double(3)});
   }
   return sweep;
 }

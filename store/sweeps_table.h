@@ -62,8 +62,8 @@ struct CreatedSweep {
 };
 
 struct SweepProgress {
-  int64_t done = 0;   // measurements committed
-  int64_t total = 0;  // measurements planned over all tasks
+  int64_t done = 0;                                         // measurements committed
+  int64_t total = 0;                                        // measurements planned over all tasks
   std::vector<std::pair<std::string, int64_t>> by_outcome;  // ordered by outcome
   int64_t tasks_done = 0;
   int64_t tasks_total = 0;

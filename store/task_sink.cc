@@ -11,9 +11,8 @@ Status TaskSink::Record(tuner::Measurement& m, int64_t /*done*/, int64_t total) 
   return store_.measurements().Record(m, task_.id, total);
 }
 
-Result<std::optional<tuner::TunedEntry>> TaskSink::Incumbent(const std::string& kernel,
-                                                            const std::string& hardware_key, DType dtype,
-                                                            const std::string& bucket) {
+Result<std::optional<tuner::TunedEntry>> TaskSink::Incumbent(const std::string& kernel, const std::string& hardware_key,
+                                                             DType dtype, const std::string& bucket) {
   return store_.tuned().Get(kernel, hardware_key, dtype, bucket);
 }
 

@@ -39,14 +39,17 @@ Result<AdaptPlan> PlanAdapt(const std::vector<TunedEntry>& checked_in, const Ada
         std::find(options.kernels.begin(), options.kernels.end(), e.kernel) == options.kernels.end()) {
       continue;
     }
-    if (!options.dtypes.empty() && std::find(options.dtypes.begin(), options.dtypes.end(), e.dtype) == options.dtypes.end()) {
+    if (!options.dtypes.empty() &&
+        std::find(options.dtypes.begin(), options.dtypes.end(), e.dtype) == options.dtypes.end()) {
       continue;
     }
     buckets[{e.kernel, e.dtype}].insert(e.bucket);
   }
   AdaptPlan plan;
-  for (const auto& [key, ids] : buckets) plan.buckets += static_cast<int64_t>(ids.size()) * static_cast<int64_t>(options.threads.size());
-  if (plan.buckets == 0) return InvalidArgument("no checked-in bucket matches the kernels and dtypes asked for", "kernels");
+  for (const auto& [key, ids] : buckets)
+    plan.buckets += static_cast<int64_t>(ids.size()) * static_cast<int64_t>(options.threads.size());
+  if (plan.buckets == 0)
+    return InvalidArgument("no checked-in bucket matches the kernels and dtypes asked for", "kernels");
   plan.seconds_per_bucket = options.budget_minutes * 60.0 * options.search_share / static_cast<double>(plan.buckets);
 
   // Thread counts outermost: every kernel's one-thread landscapes are measured before any
@@ -66,7 +69,8 @@ Result<AdaptPlan> PlanAdapt(const std::vector<TunedEntry>& checked_in, const Ada
       std::string joined;
       for (const std::string& id : ids) {
         auto problem = spec->ProblemFromBucket(key.second, id);
-        if (!problem) return InvalidArgument("bucket '" + id + "' of " + key.first + ": " + problem.error().message, "buckets");
+        if (!problem)
+          return InvalidArgument("bucket '" + id + "' of " + key.first + ": " + problem.error().message, "buckets");
         unit.request.shapes.push_back(problem->dims);
         unit.buckets.push_back(id);
         joined += id + ";";
@@ -77,8 +81,8 @@ Result<AdaptPlan> PlanAdapt(const std::vector<TunedEntry>& checked_in, const Ada
       std::snprintf(budget, sizeof budget, "%.3f", plan.seconds_per_bucket);
       unit.idempotency_key = "adapt/" + (options.isa.empty() ? std::string("native") : options.isa) + "/" + key.first +
                              "/" + std::string(DTypeName(key.second)) + "/t" + std::to_string(threads) + "/" +
-                             std::string(StrategyName(options.strategy)) + "/b" + std::to_string(options.budget) + "/s" +
-                             budget + "/seed" + std::to_string(options.seed) + "/" + digest;
+                             std::string(StrategyName(options.strategy)) + "/b" + std::to_string(options.budget) +
+                             "/s" + budget + "/seed" + std::to_string(options.seed) + "/" + digest;
       plan.units.push_back(std::move(unit));
     }
   }

@@ -23,7 +23,7 @@ struct AdaptOptions {
   std::vector<std::string> kernels;  // empty: every registered kernel with checked-in rows
   std::vector<DType> dtypes;         // empty: every dtype with checked-in rows
   std::vector<int> threads = {1, 2};
-  std::string isa;                   // empty: the host's own level
+  std::string isa;  // empty: the host's own level
   double budget_minutes = 15;
   // Share of the budget given to the searches; the rest pays for the decision rounds (up to
   // four contenders, the default and the served row, re-timed interleaved: about as long as
@@ -35,15 +35,15 @@ struct AdaptOptions {
 };
 
 struct AdaptUnit {
-  SweepRequest request;             // shapes: one representative problem per bucket
+  SweepRequest request;              // shapes: one representative problem per bucket
   std::vector<std::string> buckets;  // canonical ids, in request order
   std::string idempotency_key;       // the same for the same plan, so a re-run resumes it
 };
 
 struct AdaptPlan {
   std::vector<AdaptUnit> units;
-  int64_t buckets = 0;               // over all units
-  double seconds_per_bucket = 0;     // each bucket's search limit (SweepRequest::budget_seconds)
+  int64_t buckets = 0;            // over all units
+  double seconds_per_bucket = 0;  // each bucket's search limit (SweepRequest::budget_seconds)
 };
 
 // The units for these checked-in rows. Errors name an unknown kernel or dtype, a bucket a

@@ -25,9 +25,10 @@ struct EvalCosts {
   int64_t retries = 0;     // those extra repetitions
 
   // The phases above, once, for the arithmetic below (the counts follow them by hand: two).
-  static constexpr double EvalCosts::* kPhases[] = {
-      &EvalCosts::timed_s, &EvalCosts::calibrate_s, &EvalCosts::retry_s,     &EvalCosts::verify_s, &EvalCosts::reference_s,
-      &EvalCosts::setup_s, &EvalCosts::spawn_s,     &EvalCosts::transport_s, &EvalCosts::lost_s,
+  static constexpr double EvalCosts::*kPhases[] = {
+      &EvalCosts::timed_s,  &EvalCosts::calibrate_s, &EvalCosts::retry_s,
+      &EvalCosts::verify_s, &EvalCosts::reference_s, &EvalCosts::setup_s,
+      &EvalCosts::spawn_s,  &EvalCosts::transport_s, &EvalCosts::lost_s,
   };
 
   double Total() const {
@@ -54,14 +55,14 @@ struct EvalCosts {
 // returned (done, cancelled, failed, or released at a drain); a run ended by SIGKILL records
 // nothing, since the breakdown is committed as RunSweep returns.
 struct SweepBreakdown {
-  double wall_s = 0;      // the engine's wall clock, summed over the sweep's tasks
-  EvalCosts eval;         // the evaluator's phases
-  double store_s = 0;     // the sink: reading what is stored, committing measurements and rounds
-  double search_s = 0;    // planning, the strategy's ask/tell and its prior
+  double wall_s = 0;    // the engine's wall clock, summed over the sweep's tasks
+  EvalCosts eval;       // the evaluator's phases
+  double store_s = 0;   // the sink: reading what is stored, committing measurements and rounds
+  double search_s = 0;  // planning, the strategy's ask/tell and its prior
   // Wall time of the decision rounds (their repetitions and calibration are also counted in
   // eval: this is a view, not a phase).
   double decision_s = 0;
-  int64_t measured = 0;   // configs measured (not replayed, not invalid)
+  int64_t measured = 0;  // configs measured (not replayed, not invalid)
 
   double OtherS() const {
     const double o = wall_s - eval.Total() - store_s - search_s;

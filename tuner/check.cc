@@ -18,7 +18,8 @@ std::string Num(double v) {
 bool TimeOk(double v) { return std::isfinite(v) && v >= kMinTimeNs && v <= kMaxTimeNs; }
 
 Status NonNegative(double v, const char* field) {
-  if (!std::isfinite(v) || v < 0) return InvalidArgument(std::string(field) + " must be finite and >= 0, got " + Num(v), field);
+  if (!std::isfinite(v) || v < 0)
+    return InvalidArgument(std::string(field) + " must be finite and >= 0, got " + Num(v), field);
   return {};
 }
 
@@ -31,7 +32,8 @@ Status CheckInSpace(const KernelSpec& spec, const Config& config) {
       if (p.name == name) param = &p;
     }
     if (param == nullptr) {
-      return InvalidArgument("'" + name + "' is not a parameter of kernel " + std::string(spec.name()), "config." + name);
+      return InvalidArgument("'" + name + "' is not a parameter of kernel " + std::string(spec.name()),
+                             "config." + name);
     }
     bool candidate = false;
     for (int64_t c : param->candidates) candidate |= c == value;
@@ -41,8 +43,9 @@ Status CheckInSpace(const KernelSpec& spec, const Config& config) {
         list += (i ? ", " : "") + std::to_string(param->candidates[i]);
       }
       if (param->candidates.size() > 16) list += ", ...";
-      return InvalidArgument(name + " = " + std::to_string(value) + " is not one of the kernel's candidates (" + list + ")",
-                             "config." + name);
+      return InvalidArgument(
+          name + " = " + std::to_string(value) + " is not one of the kernel's candidates (" + list + ")",
+          "config." + name);
     }
   }
   for (const auto& p : spec.params()) {
@@ -75,8 +78,10 @@ Status CheckMeasurement(const KernelSpec& spec, const Measurement& m, const Hard
       return std::unexpected(std::move(e));
     }
   }
-  if (m.iterations < 0) return InvalidArgument("iterations must be >= 0, got " + std::to_string(m.iterations), "iterations");
-  for (const auto& [v, field] : {std::pair{m.cv, "cv"}, {m.max_abs_err, "max_abs_err"}, {m.max_rel_err, "max_rel_err"}}) {
+  if (m.iterations < 0)
+    return InvalidArgument("iterations must be >= 0, got " + std::to_string(m.iterations), "iterations");
+  for (const auto& [v, field] :
+       {std::pair{m.cv, "cv"}, {m.max_abs_err, "max_abs_err"}, {m.max_rel_err, "max_rel_err"}}) {
     if (auto s = NonNegative(v, field); !s) return s;
   }
   for (size_t i = 0; i < m.samples_ns.size(); ++i) {
@@ -89,8 +94,8 @@ Status CheckMeasurement(const KernelSpec& spec, const Measurement& m, const Hard
   const std::string outcome(OutcomeName(m.outcome));
   if (m.outcome == Outcome::kOk) {
     if (!TimeOk(m.median_ns)) {
-      return InvalidArgument("an ok measurement's median must be a time in [" + Num(kMinTimeNs) + ", " + Num(kMaxTimeNs) +
-                                 "] ns, got " + Num(m.median_ns),
+      return InvalidArgument("an ok measurement's median must be a time in [" + Num(kMinTimeNs) + ", " +
+                                 Num(kMaxTimeNs) + "] ns, got " + Num(m.median_ns),
                              "median_ns");
     }
     if (m.max_rel_err > 1) {
@@ -98,8 +103,8 @@ Status CheckMeasurement(const KernelSpec& spec, const Measurement& m, const Hard
                              "max_rel_err");
     }
   } else if (m.median_ns != 0 && !TimeOk(m.median_ns)) {
-    return InvalidArgument("median_ns must be 0 or a time in [" + Num(kMinTimeNs) + ", " + Num(kMaxTimeNs) + "] ns, got " +
-                               Num(m.median_ns),
+    return InvalidArgument("median_ns must be 0 or a time in [" + Num(kMinTimeNs) + ", " + Num(kMaxTimeNs) +
+                               "] ns, got " + Num(m.median_ns),
                            "median_ns");
   }
   if ((m.outcome == Outcome::kInvalid || m.outcome == Outcome::kCompileFailed) && !m.samples_ns.empty()) {

@@ -48,8 +48,8 @@ std::string Describe(const VerifyReport& r) {
          " max_err_over_tolerance=" + std::to_string(r.max_rel_err);
 }
 
-bool VerifyChecked(ReferenceCache& cache, const KernelSpec& spec, const Config& config,
-                   const Problem& bucket_problem, int threads, Measurement& m) {
+bool VerifyChecked(ReferenceCache& cache, const KernelSpec& spec, const Config& config, const Problem& bucket_problem,
+                   int threads, Measurement& m) {
   const Problem problem = spec.VerificationProblem(config, bucket_problem);
   KernelInstance* inst = cache.Get(spec, problem);
   inst->PoisonOutputs();
@@ -101,7 +101,6 @@ void FillTiming(const Result<TimingResult>& t, Measurement& m) {
   m.median_ns = t->median_ns;
   m.cv = t->cv;
 }
-
 
 // The timed problem as `sets` independent instances (same shape, seeds seed, seed + 1, ...);
 // Run calls them in turn so consecutive calls never find their inputs warm from the last.

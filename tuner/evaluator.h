@@ -73,8 +73,7 @@ class InProcessEvaluator : public Evaluator {
   InProcessEvaluator();
   ~InProcessEvaluator() override;
   void Measure(const EvalRequest& request, const Config& config, Measurement& m) override;
-  std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
-                                              const std::vector<Config>& configs) override;
+  std::vector<Measurement> MeasureInterleaved(const EvalRequest& request, const std::vector<Config>& configs) override;
   EvalCosts costs() const override;
 
  private:

@@ -56,7 +56,8 @@ Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const s
     // Staleness first: a row measured by another build of the kernel never replaces a fresh one.
     if (FreshnessOf(u.kernel, u.fingerprint) == Freshness::kStale &&
         FreshnessOf(b.kernel, b.fingerprint) == Freshness::kFresh) {
-      note("stale_db_row", "the database row's fingerprint " + u.fingerprint + " is not this build's; kept the fresh row");
+      note("stale_db_row",
+           "the database row's fingerprint " + u.fingerprint + " is not this build's; kept the fresh row");
       continue;
     }
     if (!is_host(u.hardware_key)) {

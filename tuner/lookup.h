@@ -27,7 +27,7 @@ namespace blocktune::tuner {
 struct LookupQuery {
   DType dtype = DType::kF32;
   NamedInts dims;
-  std::string hardware_key;  // the key of the machine that will run the kernel
+  std::string hardware_key;               // the key of the machine that will run the kernel
   std::optional<Config> explicit_config;  // the caller's own config; answered as `explicit`
 };
 
@@ -47,16 +47,16 @@ struct LookupAnswer {
   std::string kernel;
   Config config;
   tables::Source source = tables::Source::kDefault;
-  std::string hardware;   // key of the row that answered; the queried key for the default
+  std::string hardware;          // key of the row that answered; the queried key for the default
   std::string queried_hardware;  // the key looked up (the host's at the query's threads if none was given)
   // Levels fallen down the queried key's chain (tables::ChainOf): 0 the key itself (also for
   // explicit), 1 the same CPU model at another thread count, 2 the same vendor and ISA level;
   // for the default the chain's length; for an override, the components the pin's key drops
   // from the queried key ("*": all of them).
   int fallback_levels = 0;
-  std::string bucket;     // the query's bucket
+  std::string bucket;          // the query's bucket
   std::string matched_bucket;  // the row's bucket (differs from `bucket` only for nearest)
-  double median_ns = 0;   // 0 for the default, explicit and override
+  double median_ns = 0;        // 0 for the default, explicit and override
   int64_t samples = 0;
   int64_t sweep_id = 0;
   int64_t measurement_id = 0;
@@ -66,9 +66,9 @@ struct LookupAnswer {
   // build of the kernel. Rows of unknown fingerprint are not stale.
   std::string fingerprint;
   bool stale = false;
-  int64_t override_id = 0;   // for source override
-  std::string reason;        // for source override
-  std::string expires_at;    // for source override
+  int64_t override_id = 0;  // for source override
+  std::string reason;       // for source override
+  std::string expires_at;   // for source override
 };
 
 // Rows grouped by kernel and bucket version once and indexed (tables::RowIndex), so a lookup

@@ -17,14 +17,14 @@ namespace blocktune::tuner {
 // Closed set; spelled in SQL CHECK constraints and JSON exactly as OutcomeName returns.
 enum class Outcome {
   kOk,
-  kInvalid,        // rejected by Validate before any launch; detail says why
-  kCrashed,        // the run died (signal in detail)
-  kTimeout,        // exceeded the per-config time limit
-  kOutOfMemory,    // allocation failed or the memory limit was hit
-  kNan,            // output contained NaN/Inf where the reference is finite
-  kWrongResult,    // finite output outside tolerance of the reference
-  kUnstable,       // timings too noisy to trust after re-measurement
-  kWorkerLost,     // the worker vanished without a verdict
+  kInvalid,      // rejected by Validate before any launch; detail says why
+  kCrashed,      // the run died (signal in detail)
+  kTimeout,      // exceeded the per-config time limit
+  kOutOfMemory,  // allocation failed or the memory limit was hit
+  kNan,          // output contained NaN/Inf where the reference is finite
+  kWrongResult,  // finite output outside tolerance of the reference
+  kUnstable,     // timings too noisy to trust after re-measurement
+  kWorkerLost,   // the worker vanished without a verdict
   // Reported by an external kernel's runner or imported from another tuner (Kernel Tuner's
   // CompilationFailedConfig / RuntimeFailedConfig, T4's compile / runtime invalidity). Last so
   // the values above keep their numbers.
@@ -33,28 +33,28 @@ enum class Outcome {
 };
 
 inline constexpr std::string_view kOutcomeNames[] = {
-    "ok", "invalid", "crashed", "timeout", "out_of_memory", "nan", "wrong_result", "unstable", "worker_lost",
-    "compile_failed", "runtime_failed",
+    "ok",           "invalid",  "crashed",     "timeout",        "out_of_memory",  "nan",
+    "wrong_result", "unstable", "worker_lost", "compile_failed", "runtime_failed",
 };
 
 constexpr std::string_view OutcomeName(Outcome o) { return kOutcomeNames[static_cast<int>(o)]; }
 std::optional<Outcome> ParseOutcome(std::string_view s);
 
 struct Measurement {
-  int64_t id = 0;        // assigned by the store
+  int64_t id = 0;  // assigned by the store
   int64_t sweep_id = 0;
-  std::string bucket;    // canonical bucket id
-  Problem problem;       // the shape that was timed (the bucket's representative)
+  std::string bucket;  // canonical bucket id
+  Problem problem;     // the shape that was timed (the bucket's representative)
   Config config;
   Outcome outcome = Outcome::kOk;
-  std::string detail;    // reason for a bad outcome, or verification summary
+  std::string detail;              // reason for a bad outcome, or verification summary
   std::vector<double> samples_ns;  // per-iteration time of each repetition, in order
   int64_t iterations = 0;          // iterations per repetition
   double median_ns = 0;
-  double cv = 0;                   // stddev / mean of samples_ns
-  double max_abs_err = 0;          // verification against the reference
-  double max_rel_err = 0;          // worst error as a fraction of the tolerance (<= 1 passes)
-  std::string created_at;          // set by the store (UTC ISO-8601)
+  double cv = 0;           // stddev / mean of samples_ns
+  double max_abs_err = 0;  // verification against the reference
+  double max_rel_err = 0;  // worst error as a fraction of the tolerance (<= 1 passes)
+  std::string created_at;  // set by the store (UTC ISO-8601)
   // The kernel's fingerprint in the build that measured it (KernelFingerprint); empty for
   // measurements stored before fingerprints existed (unknown).
   std::string fingerprint;
@@ -70,7 +70,7 @@ struct GateRecord {
   double new_ns = 0;
   double noise_band = 0;  // relative band inside which the two are not told apart
   int64_t repetitions = 0;
-  std::string at;        // UTC time of the re-timing
+  std::string at;  // UTC time of the re-timing
 };
 
 struct TunedEntry {
@@ -102,7 +102,8 @@ enum class Strategy {
   kTransfer,    // other buckets' stored landscapes, weighted by likeness, predict this one's
   kAuto,        // picks by space size, budget and prior: prior-ranked, surrogate, or iterated local search
 };
-inline constexpr std::string_view kStrategyNames[] = {"exhaustive", "random", "anneal", "surrogate", "transfer", "auto"};
+inline constexpr std::string_view kStrategyNames[] = {"exhaustive", "random",   "anneal",
+                                                      "surrogate",  "transfer", "auto"};
 constexpr std::string_view StrategyName(Strategy s) { return kStrategyNames[static_cast<int>(s)]; }
 std::optional<Strategy> ParseStrategy(std::string_view s);
 

@@ -78,9 +78,8 @@ Result<std::vector<RegretBucketPlan>> PlanRegret(const KernelSpec& spec, const s
   return plan;
 }
 
-RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucketPlan>& plan,
-                           const HardwareProfile& hw, Evaluator& evaluator, const TimingOptions& timing,
-                           double min_noise_band) {
+RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucketPlan>& plan, const HardwareProfile& hw,
+                           Evaluator& evaluator, const TimingOptions& timing, double min_noise_band) {
   RegretReport report;
   report.hardware = hw.Key();
   report.threads = hw.threads;
@@ -149,8 +148,8 @@ RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucke
         r.cv = RobustCv(m.samples_ns);
         if (def.outcome == Outcome::kOk && def.median_ns > 0) {
           r.speedup_vs_default = def.median_ns / m.median_ns;
-          r.beyond_noise = slot[i] != slot[0] &&
-                           std::abs(m.median_ns / def.median_ns - 1) > NoiseBand(m, def, min_noise_band);
+          r.beyond_noise =
+              slot[i] != slot[0] && std::abs(m.median_ns / def.median_ns - 1) > NoiseBand(m, def, min_noise_band);
         }
         r.regret_vs_best = m.median_ns / out.best_ns - 1;
       }

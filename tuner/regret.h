@@ -60,9 +60,9 @@ struct RegretRow {
   Outcome outcome = Outcome::kOk;  // kInvalid: the kernel refuses the config on this host
   std::string detail;              // why, for a bad outcome
   double median_ns = 0;
-  double cv = 0;                    // robust CV of the interleaved repetitions
-  double speedup_vs_default = 0;    // default median / this median (1 for the default itself)
-  double regret_vs_best = 0;        // this median / the bucket's best median - 1 (0: the best)
+  double cv = 0;                  // robust CV of the interleaved repetitions
+  double speedup_vs_default = 0;  // default median / this median (1 for the default itself)
+  double regret_vs_best = 0;      // this median / the bucket's best median - 1 (0: the best)
   // |speedup - 1| beyond the noise band of this row and the default (sweep.h NoiseBand).
   bool beyond_noise = false;
 };
@@ -75,15 +75,15 @@ struct RegretBucket {
 
 struct RegretLevelSummary {
   RegretLevel level = RegretLevel::kDefault;
-  int buckets = 0;               // buckets where the level served a row that ran
-  double geomean_speedup = 0;    // over those buckets, vs the default
+  int buckets = 0;             // buckets where the level served a row that ran
+  double geomean_speedup = 0;  // over those buckets, vs the default
   double worst_speedup = 0;
   std::string worst_bucket;
-  double mean_regret = 0;        // vs each bucket's best
+  double mean_regret = 0;  // vs each bucket's best
   double max_regret = 0;
-  int slower_beyond_noise = 0;   // buckets where it is slower than the default beyond the noise
+  int slower_beyond_noise = 0;  // buckets where it is slower than the default beyond the noise
   int faster_beyond_noise = 0;
-  int refused = 0;               // buckets where the served row did not run (invalid, failed)
+  int refused = 0;  // buckets where the served row did not run (invalid, failed)
 };
 
 struct RegretReport {
@@ -95,9 +95,8 @@ struct RegretReport {
 
 // Validates every candidate on `hw`, verifies it against the reference, then times the passing
 // ones of each bucket interleaved (identical configs once) and fills the ratios.
-RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucketPlan>& plan,
-                           const HardwareProfile& hw, Evaluator& evaluator, const TimingOptions& timing,
-                           double min_noise_band);
+RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucketPlan>& plan, const HardwareProfile& hw,
+                           Evaluator& evaluator, const TimingOptions& timing, double min_noise_band);
 
 // The per-level summary of measured buckets (served rows only).
 std::vector<RegretLevelSummary> SummarizeRegret(const std::vector<RegretBucket>& buckets);

@@ -1,12 +1,12 @@
 // Sweep engine implementation; see sweep.h.
 #include "tuner/sweep.h"
 
+#include <spdlog/spdlog.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
 #include <set>
-#include <spdlog/spdlog.h>
 
 #include "kernels/core/fingerprint.h"
 #include "tuner/check.h"
@@ -100,9 +100,9 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
   bool dtype_ok = false;
   for (DType d : spec.dtypes()) dtype_ok |= d == request.dtype;
   if (!dtype_ok) {
-    return InvalidArgument("kernel " + std::string(spec.name()) + " does not support dtype " +
-                               std::string(DTypeName(request.dtype)),
-                           "dtype");
+    return InvalidArgument(
+        "kernel " + std::string(spec.name()) + " does not support dtype " + std::string(DTypeName(request.dtype)),
+        "dtype");
   }
   std::vector<BucketPlan> plans;
   std::set<std::string> seen;
@@ -134,8 +134,8 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
     }
     plan.evaluations = EvaluationBudget(request.strategy, request.budget, plan.valid.size());
     if (request.strategy == Strategy::kExhaustive || request.strategy == Strategy::kRandom) {
-      plan.planned = PlanConfigs(plan.valid, default_config, request.strategy, request.budget,
-                                 BucketSeed(request.seed, bucket));
+      plan.planned =
+          PlanConfigs(plan.valid, default_config, request.strategy, request.budget, BucketSeed(request.seed, bucket));
     }
     if (ShardsItems(request)) {
       // This shard's items: invalid configs are items 0..invalid-1, planned ones follow.
@@ -376,8 +376,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       if (measured.count(c.ToString())) {
         ++done;  // replayed: counted as done when it was first measured, in an earlier run of this sweep
       } else {
-        const double elapsed_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - bucket_start).count();
+        const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - bucket_start).count();
         if (request.budget_seconds > 0 && elapsed_s >= request.budget_seconds) break;
       }
       auto at = measure_once(c);
@@ -439,8 +438,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     std::optional<size_t> incumbent_at;
     // A stale incumbent (measured by another build of the kernel) loses to a fresh row: it gets
     // no incumbent's advantage, the round's winner replaces it.
-    const bool stale_incumbent =
-        *incumbent && FreshnessOf(spec.name(), (*incumbent)->fingerprint) == Freshness::kStale;
+    const bool stale_incumbent = *incumbent && FreshnessOf(spec.name(), (*incumbent)->fingerprint) == Freshness::kStale;
     if (*incumbent && !stale_incumbent && (*incumbent)->bucket_version == spec.bucket_version() &&
         space.Find((*incumbent)->config)) {
       if (sink.Cancelled()) return winners;
@@ -520,7 +518,8 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
           std::snprintf(buf, sizeof buf, "; beats the default by %.1f%%, noise band %.1f%%", 100 * gain, 100 * band);
           round.decision += buf;
         } else {
-          std::snprintf(buf, sizeof buf, "kept default: best challenger %.1f%% %s than the default, inside noise band %.1f%%",
+          std::snprintf(buf, sizeof buf,
+                        "kept default: best challenger %.1f%% %s than the default, inside noise band %.1f%%",
                         100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * band);
           round.decision = buf;
           round.noise_band = band;
@@ -554,7 +553,8 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     }
     // What guided the search (transfer: whose landscapes it followed), so the record says why
     // these were the candidates.
-    if (stale_incumbent) round.decision += "; the incumbent row was stale (fingerprint " + (*incumbent)->fingerprint + ")";
+    if (stale_incumbent)
+      round.decision += "; the incumbent row was stale (fingerprint " + (*incumbent)->fingerprint + ")";
     if (const std::string how = search->Explain(); !how.empty()) round.decision += "; " + how;
     round.chosen = candidates[chosen];
     for (size_t i = 0; i < retimed.size(); ++i) {

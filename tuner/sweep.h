@@ -38,8 +38,8 @@ struct FinalRound {
   // took part.
   std::optional<Config> served;
   Config chosen;
-  double noise_band = 0;                // relative difference treated as noise
-  std::string decision;                 // "new", "replaced incumbent ...", "kept incumbent ..."
+  double noise_band = 0;  // relative difference treated as noise
+  std::string decision;   // "new", "replaced incumbent ...", "kept incumbent ..."
 };
 
 class SweepSink {
@@ -113,11 +113,11 @@ struct BucketPlan {
   Problem problem;              // the bucket's representative problem (what is timed)
   std::vector<Config> invalid;  // with reasons in `invalid_reasons`, same order
   std::vector<std::string> invalid_reasons;
-  std::vector<Config> valid;    // every config that passed validation, in space order
+  std::vector<Config> valid;  // every config that passed validation, in space order
   // Configs known to be measured, in order: the whole plan of exhaustive and random, empty
   // for model-guided strategies (they choose as they go).
   std::vector<Config> planned;
-  int64_t evaluations = 0;      // configs the search will measure (its evaluation budget)
+  int64_t evaluations = 0;  // configs the search will measure (its evaluation budget)
 };
 
 // Configs a sweep of these plans records when it runs to the end: invalid ones plus each

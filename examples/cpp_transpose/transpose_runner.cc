@@ -55,7 +55,8 @@ int main() {
     const auto t0 = Clock::now();
     Transpose(in.data(), out.data(), rows, cols, tr, tc);
     const double once = std::max(std::chrono::duration<double, std::milli>(Clock::now() - t0).count(), 1e-6);
-    const int64_t iters = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(req["min_time_ms"].get<double>() / once)));
+    const int64_t iters =
+        std::max<int64_t>(1, static_cast<int64_t>(std::ceil(req["min_time_ms"].get<double>() / once)));
     nlohmann::json times = nlohmann::json::array();
     for (int rep = 0; rep < req["repetitions"].get<int>(); ++rep) {
       const auto s = Clock::now();

@@ -80,9 +80,9 @@ Operands& OperandsFor(const FlashAttentionShape& s) {
 }
 
 void SetCounters(benchmark::State& state, const FlashAttentionShape& s, int64_t scratch_bytes) {
-  state.counters["GFLOPs"] = benchmark::Counter(
-      4.0 * double(FlashAttentionPairs(s)) * double(s.head_dim) * double(s.batch * s.heads) * 1e-9,
-      benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(4.0 * double(FlashAttentionPairs(s)) * double(s.head_dim) * double(s.batch * s.heads) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
   state.counters["scratch_KiB"] = double(scratch_bytes) / 1024.0;
 }
 
@@ -90,11 +90,10 @@ void BenchOurs(benchmark::State& state, FlashAttentionShape shape, FlashAttentio
                int threads) {
   Operands& op = OperandsFor(shape);
   for (auto _ : state) {
-    const auto status =
-        dtype == DType::kF32
-            ? FlashAttention(bs, shape, op.q.data(), op.k.data(), op.v.data(), op.o.data(), op.lse.data(), threads)
-            : FlashAttention(bs, shape, op.q16.data(), op.k16.data(), op.v16.data(), op.o.data(), op.lse.data(),
-                             threads);
+    const auto status = dtype == DType::kF32 ? FlashAttention(bs, shape, op.q.data(), op.k.data(), op.v.data(),
+                                                              op.o.data(), op.lse.data(), threads)
+                                             : FlashAttention(bs, shape, op.q16.data(), op.k16.data(), op.v16.data(),
+                                                              op.o.data(), op.lse.data(), threads);
     if (!status) {
       state.SkipWithError(status.error().ToString().c_str());
       break;
@@ -142,8 +141,8 @@ void SoftmaxRowScalar(float* s, int64_t n, int64_t len, float* lse) {
 }
 
 // One head (batch = heads = kv_heads = 1), f32.
-void Materialised(const FlashAttentionShape& s, const float* q, const float* k, const float* v, float* scores,
-                  float* o, float* lse, int threads, bool avx512) {
+void Materialised(const FlashAttentionShape& s, const float* q, const float* k, const float* v, float* scores, float* o,
+                  float* lse, int threads, bool avx512) {
   const int sq = int(s.seq_q), skv = int(s.seq_kv), d = int(s.head_dim);
   const float scale = FlashAttentionDefaultScale(s.head_dim);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, sq, skv, d, scale, q, d, k, d, 0.0f, scores, skv);
@@ -233,8 +232,8 @@ int Main(int argc, char** argv) {
       shape.seq_q = shape.seq_kv = seq;
       shape.head_dim = head_dim;
       shape.causal = causal != 0;
-      const std::string sname = "s" + std::to_string(seq) + "_d" + std::to_string(head_dim) +
-                                (shape.causal ? "_causal" : "_full");
+      const std::string sname =
+          "s" + std::to_string(seq) + "_d" + std::to_string(head_dim) + (shape.causal ? "_causal" : "_full");
       for (int64_t t : thread_counts) {
         const int threads = int(t);
         if (baseline) {
@@ -245,9 +244,9 @@ int Main(int argc, char** argv) {
         }
         for (const auto& bs : block_sizes) {
           if (!Validate(bs, shape, hw)) continue;
-          const std::string name = std::string("flash_") + FlashAttentionIsa() + "_" +
-                                   std::string(DTypeName(dtype)) + "/" + sname + "/t" + std::to_string(t) + "/" +
-                                   BsName(bs) + (bs == default_bs ? "_default" : "");
+          const std::string name = std::string("flash_") + FlashAttentionIsa() + "_" + std::string(DTypeName(dtype)) +
+                                   "/" + sname + "/t" + std::to_string(t) + "/" + BsName(bs) +
+                                   (bs == default_bs ? "_default" : "");
           benchmark::RegisterBenchmark(name.c_str(),
                                        [=](benchmark::State& s) { BenchOurs(s, shape, bs, dtype, threads); })
               ->UseRealTime()

@@ -55,7 +55,9 @@ constexpr float kZ = 1e-4f;
 // Shared inputs per shape (the big shape's w is 128 MiB: built once, not per benchmark).
 struct Operands {
   explicit Operands(const FusedCrossEntropyShape& s)
-      : x(static_cast<size_t>(s.b * s.h)), w(static_cast<size_t>(s.h * s.v)), labels(static_cast<size_t>(s.b)),
+      : x(static_cast<size_t>(s.b * s.h)),
+        w(static_cast<size_t>(s.h * s.v)),
+        labels(static_cast<size_t>(s.b)),
         dloss(static_cast<size_t>(s.b)) {
     SplitMix64 rng(123);
     for (float& v : x) v = rng.NextSigned();
@@ -185,8 +187,8 @@ double NominalFlops(const FusedCrossEntropyShape& s, bool backward) {
 }
 
 void SetCounters(benchmark::State& state, const FusedCrossEntropyShape& s, bool backward, double extra_bytes) {
-  state.counters["GFLOPs"] = benchmark::Counter(NominalFlops(s, backward) * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GFLOPs"] =
+      benchmark::Counter(NominalFlops(s, backward) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["extra_MiB"] = extra_bytes / double(1 << 20);
 }
 
@@ -195,7 +197,8 @@ void BenchUnfused(benchmark::State& state, FusedCrossEntropyShape s, bool backwa
   openblas_set_num_threads(threads);
   std::vector<float> logits(static_cast<size_t>(s.b * s.v)), loss(static_cast<size_t>(s.b)),
       lse(static_cast<size_t>(s.b));
-  std::vector<float> dx(backward ? static_cast<size_t>(s.b * s.h) : 0), dw(backward ? static_cast<size_t>(s.h * s.v) : 0);
+  std::vector<float> dx(backward ? static_cast<size_t>(s.b * s.h) : 0),
+      dw(backward ? static_cast<size_t>(s.h * s.v) : 0);
   for (auto _ : state) {
     Unfused(s, op, backward, threads, logits.data(), loss.data(), lse.data(), dx.data(), dw.data());
     benchmark::DoNotOptimize(loss.data());
@@ -214,7 +217,8 @@ void BenchOurs(benchmark::State& state, FusedCrossEntropyShape s, FusedCrossEntr
   in.labels = op.labels.data();
   in.z_loss_weight = kZ;
   std::vector<float> loss(static_cast<size_t>(s.b)), lse(static_cast<size_t>(s.b));
-  std::vector<float> dx(backward ? static_cast<size_t>(s.b * s.h) : 0), dw(backward ? static_cast<size_t>(s.h * s.v) : 0);
+  std::vector<float> dx(backward ? static_cast<size_t>(s.b * s.h) : 0),
+      dw(backward ? static_cast<size_t>(s.h * s.v) : 0);
   for (auto _ : state) {
     auto st = FusedCrossEntropyForward(bs, s, in, loss.data(), lse.data(), threads);
     if (st && backward) {

@@ -14,8 +14,8 @@
 //
 // Configs are tile_m x tile_k x tile_n. Besides the default and --configs, every case runs the
 // checked-in table's config for this host and thread count (from the generated header
-// grouped_matmul_tuned_block_sizes.h, as an application would get it), named "_tuned". The two OPENBLAS_* variables make OpenBLAS pick a smaller
-// kernel/cache model (about 2x slower here), so unset them to compare.
+// grouped_matmul_tuned_block_sizes.h, as an application would get it), named "_tuned". The two OPENBLAS_* variables
+// make OpenBLAS pick a smaller kernel/cache model (about 2x slower here), so unset them to compare.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -59,8 +59,8 @@ std::vector<Layout> AllLayouts(const std::vector<int>& uniform_sizes) {
   out.push_back({"small_groups_g64", {512, 1024, 1024, 64}, GroupedMatmulSkewedGroupSizes(512, 64, 1)});
   // --uniform=1,8,32: 64 groups of exactly that many rows (per-group-size efficiency).
   for (int rows : uniform_sizes) {
-    out.push_back({"uniform_g64_s" + std::to_string(rows), {64 * rows, 1024, 1024, 64},
-                   std::vector<int32_t>(64, rows)});
+    out.push_back(
+        {"uniform_g64_s" + std::to_string(rows), {64 * rows, 1024, 1024, 64}, std::vector<int32_t>(64, rows)});
   }
   return out;
 }
@@ -123,9 +123,9 @@ void SetCounters(benchmark::State& state, const Data& d) {
 void BenchOurs(benchmark::State& state, const Layout& l, GroupedMatmulBlockSizes bs, int threads, bool bf16) {
   Data& d = DataFor(l, false, bf16);
   for (auto _ : state) {
-    auto status = bf16 ? GroupedMatmul(bs, l.shape, l.sizes.data(), d.lhs16.data(), d.rhs16.data(), d.out.data(),
-                                       threads)
-                       : GroupedMatmul(bs, l.shape, l.sizes.data(), d.lhs.data(), d.rhs.data(), d.out.data(), threads);
+    auto status =
+        bf16 ? GroupedMatmul(bs, l.shape, l.sizes.data(), d.lhs16.data(), d.rhs16.data(), d.out.data(), threads)
+             : GroupedMatmul(bs, l.shape, l.sizes.data(), d.lhs.data(), d.rhs.data(), d.out.data(), threads);
     if (!status) {
       state.SkipWithError(status.error().ToString().c_str());
       break;
@@ -207,8 +207,7 @@ int Main(int argc, char** argv) {
       rest.push_back(argv[i]);
     }
   }
-  const GroupedMatmulBlockSizes default_bs =
-      *FromConfig<GroupedMatmulBlockSizes>(GroupedMatmulSpec().DefaultConfig());
+  const GroupedMatmulBlockSizes default_bs = *FromConfig<GroupedMatmulBlockSizes>(GroupedMatmulSpec().DefaultConfig());
   std::vector<GroupedMatmulBlockSizes> block_sizes = {default_bs};
   for (const Triple& t : configs) block_sizes.push_back(GroupedMatmulBlockSizes{t.x, t.y, t.z});
   const HardwareProfile hw = HardwareProfile::Detect(1);
@@ -218,19 +217,19 @@ int Main(int argc, char** argv) {
     }
     for (int threads : thread_counts) {
       const std::string suffix = "/" + l.name + "/t" + std::to_string(threads);
-      benchmark::RegisterBenchmark(("openblas_per_group" + suffix).c_str(),
-                                   [=](benchmark::State& s) { BenchPerGroup(s, l, threads); })
-          ->UseRealTime();
+      benchmark::RegisterBenchmark(("openblas_per_group" + suffix).c_str(), [=](benchmark::State& s) {
+        BenchPerGroup(s, l, threads);
+      })->UseRealTime();
       if (padded) {
-        benchmark::RegisterBenchmark(("openblas_padded" + suffix).c_str(),
-                                     [=](benchmark::State& s) { BenchPadded(s, l, threads); })
-            ->UseRealTime();
+        benchmark::RegisterBenchmark(("openblas_padded" + suffix).c_str(), [=](benchmark::State& s) {
+          BenchPadded(s, l, threads);
+        })->UseRealTime();
       }
       // The checked-in table's row for this host (at the forced ISA level, if any) and thread
       // count, looked up through the generated header as an application embedding it would.
       const auto tuned_for = [&](const char* dtype) {
-        const auto r = tables::grouped_matmul::LookupForHost(threads, dtype, l.shape.m, l.shape.k, l.shape.n,
-                                                             l.shape.groups);
+        const auto r =
+            tables::grouped_matmul::LookupForHost(threads, dtype, l.shape.m, l.shape.k, l.shape.n, l.shape.groups);
         return GroupedMatmulBlockSizes{r.config.tile_m, r.config.tile_k, r.config.tile_n};
       };
       const GroupedMatmulBlockSizes tuned_f32 = tuned_for("f32");
@@ -238,11 +237,11 @@ int Main(int argc, char** argv) {
       if (std::find(to_run.begin(), to_run.end(), tuned_f32) == to_run.end()) to_run.push_back(tuned_f32);
       for (const GroupedMatmulBlockSizes& bs : to_run) {
         if (!Validate(bs, l.shape, hw)) continue;
-        const std::string name = "blocktune_f32" + suffix + "/" + ConfigName(bs) + (bs == default_bs ? "_default" : "") +
-                                 (bs == tuned_f32 ? "_tuned" : "");
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [=](benchmark::State& s) { BenchOurs(s, l, bs, threads, false); })
-            ->UseRealTime();
+        const std::string name = "blocktune_f32" + suffix + "/" + ConfigName(bs) +
+                                 (bs == default_bs ? "_default" : "") + (bs == tuned_f32 ? "_tuned" : "");
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+          BenchOurs(s, l, bs, threads, false);
+        })->UseRealTime();
       }
       if (bf16) {
         const GroupedMatmulBlockSizes tuned_bf16 = tuned_for("bf16");
@@ -252,9 +251,9 @@ int Main(int argc, char** argv) {
           if (!Validate(bs, l.shape, hw)) continue;
           const std::string name = "blocktune_bf16" + suffix + "/" + ConfigName(bs) +
                                    (bs == default_bs ? "_default" : "") + (bs == tuned_bf16 ? "_tuned" : "");
-          benchmark::RegisterBenchmark(name.c_str(),
-                                       [=](benchmark::State& s) { BenchOurs(s, l, bs, threads, true); })
-              ->UseRealTime();
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+            BenchOurs(s, l, bs, threads, true);
+          })->UseRealTime();
         }
       }
     }

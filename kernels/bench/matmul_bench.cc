@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/bench/bench_args.h"
 #include "blocktune/tables/matmul_tuned_block_sizes.h"
+#include "kernels/bench/bench_args.h"
 #include "kernels/matmul/matmul.h"
 
 namespace blocktune::kernels {
@@ -76,8 +76,8 @@ void BenchOpenBlas(benchmark::State& state, MatmulShape shape, int threads) {
   Operands& op = bench::Shared<Operands>(ShapeName(shape), shape);
   openblas_set_num_threads(threads);
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(shape.m), int(shape.n), int(shape.k), 1.0f,
-                op.a.data(), int(shape.k), op.b.data(), int(shape.n), 0.0f, op.c.data(), int(shape.n));
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, int(shape.m), int(shape.n), int(shape.k), 1.0f, op.a.data(),
+                int(shape.k), op.b.data(), int(shape.n), 0.0f, op.c.data(), int(shape.n));
     benchmark::DoNotOptimize(op.c.data());
     benchmark::ClobberMemory();
   }
@@ -85,7 +85,7 @@ void BenchOpenBlas(benchmark::State& state, MatmulShape shape, int threads) {
 }
 
 int Main(int argc, char** argv) {
-  std::vector<Triple> shapes = {{128, 128, 128},   {256, 256, 256},  {512, 512, 512},
+  std::vector<Triple> shapes = {{128, 128, 128},    {256, 256, 256},    {512, 512, 512},
                                 {1024, 1024, 1024}, {2048, 2048, 2048}, {32, 4096, 1024},
                                 {64, 1024, 4096},   {4096, 64, 1024},   {1024, 1024, 64}};
   std::vector<int> thread_counts = {1, 2};
@@ -122,9 +122,8 @@ int Main(int argc, char** argv) {
     const MatmulShape shape{t.x, t.y, t.z};
     for (int threads : thread_counts) {
       if (openblas) {
-        benchmark::RegisterBenchmark(
-            ("openblas/" + ShapeName(shape) + "/t" + std::to_string(threads)).c_str(),
-            [=](benchmark::State& s) { BenchOpenBlas(s, shape, threads); })
+        benchmark::RegisterBenchmark(("openblas/" + ShapeName(shape) + "/t" + std::to_string(threads)).c_str(),
+                                     [=](benchmark::State& s) { BenchOpenBlas(s, shape, threads); })
             ->UseRealTime();
       }
       const auto tuned = tables::matmul::LookupForHost(threads, "f32", shape.m, shape.n, shape.k);
@@ -137,8 +136,9 @@ int Main(int argc, char** argv) {
                                  std::to_string(threads) + "/bm" + std::to_string(bs.block_m) + "_bn" +
                                  std::to_string(bs.block_n) + "_bk" + std::to_string(bs.block_k) +
                                  (bs == default_bs ? "_default" : "") + (bs == tuned_bs ? "_tuned" : "");
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { BenchOurs(s, shape, bs, threads); })
-            ->UseRealTime();
+        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+          BenchOurs(s, shape, bs, threads);
+        })->UseRealTime();
       }
     }
   }

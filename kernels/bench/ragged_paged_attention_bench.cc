@@ -25,7 +25,6 @@
 #include <string_view>
 #include <vector>
 
-
 #include "kernels/bench/bench_args.h"
 #include "kernels/core/parallel.h"
 #include "kernels/flash_attention/flash_attention.h"
@@ -184,11 +183,11 @@ void CheckAgreement(const RaggedPagedAttentionBatch* b, const std::string& tag) 
   const auto a = RaggedPagedAttention(RaggedPagedAttentionBlockSizes{}, b->shape, b->Inputs(), ours.data(), 2);
   const auto c = RunBaseline(b, base.data(), 2);
   const int64_t max_kv = *std::max_element(b->kv_lens.begin(), b->kv_lens.end());
-  const VerifyReport r = Compare(ours.data(), base.data(), static_cast<int64_t>(n), RaggedPagedAttentionTolerance(max_kv));
+  const VerifyReport r =
+      Compare(ours.data(), base.data(), static_cast<int64_t>(n), RaggedPagedAttentionTolerance(max_kv));
   std::fprintf(stderr, "%s: ours vs baseline %s (max abs diff %.3g)\n", tag.c_str(),
                a && c && r.ok ? "agree" : "DISAGREE", r.max_abs_err);
 }
-
 
 int Main(int argc, char** argv) {
   std::vector<int> thread_counts = {1, 2};
@@ -220,7 +219,7 @@ int Main(int argc, char** argv) {
   const RaggedPagedAttentionBlockSizes default_bs =
       *FromConfig<RaggedPagedAttentionBlockSizes>(RaggedPagedAttentionSpec().DefaultConfig());
   std::vector<RaggedPagedAttentionBlockSizes> configs = {default_bs, {2, 16}, {4, 16}, {16, 16}, {8, 4},
-                                                         {8, 32}, {8, 64}, {4, 64}, {16, 64}, {32, 32}};
+                                                         {8, 32},    {8, 64}, {4, 64}, {16, 64}, {32, 32}};
   if (sweep) {
     configs.clear();
     for (const Config& c : RaggedPagedAttentionSpec().ConfigSpace()) {
@@ -237,15 +236,16 @@ int Main(int argc, char** argv) {
       CheckAgreement(b, tag);
       for (int threads : thread_counts) {
         const std::string t = "/t" + std::to_string(threads);
-        benchmark::RegisterBenchmark(("gather_flash/" + tag + t).c_str(),
-                                     [=](benchmark::State& s) { BenchGatherFlash(s, b, threads); })
-            ->UseRealTime();
+        benchmark::RegisterBenchmark(("gather_flash/" + tag + t).c_str(), [=](benchmark::State& s) {
+          BenchGatherFlash(s, b, threads);
+        })->UseRealTime();
         for (const auto& bs : configs) {
           const std::string name = std::string("rpa_") + RaggedPagedAttentionIsa() + "/" + tag + t + "/p" +
                                    std::to_string(bs.kv_pages_per_block) + "_q" + std::to_string(bs.queries_per_block) +
                                    (bs == default_bs ? "_default" : "");
-          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) { BenchOurs(s, b, bs, threads); })
-              ->UseRealTime();
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& s) {
+            BenchOurs(s, b, bs, threads);
+          })->UseRealTime();
         }
       }
     }

@@ -14,11 +14,8 @@ namespace blocktune {
 
 std::vector<const KernelSpec*> BuiltinKernels() {
   return {
-      &kernels::MatmulSpec(),
-      &kernels::FlashAttentionSpec(),
-      &kernels::FusedCrossEntropySpec(),
-      &kernels::GroupedMatmulSpec(),
-      &kernels::RaggedPagedAttentionSpec(),
+      &kernels::MatmulSpec(),        &kernels::FlashAttentionSpec(),       &kernels::FusedCrossEntropySpec(),
+      &kernels::GroupedMatmulSpec(), &kernels::RaggedPagedAttentionSpec(),
   };
 }
 

@@ -85,9 +85,8 @@ namespace {
 Status CheckRunnable(std::string_view isa, std::string_view source) {
   const int rank = tables::IsaRank(isa);
   if (rank < 0) {
-    return InvalidArgument(std::string(source) + ": unknown ISA level '" + std::string(isa) +
-                               "' (expected avx512, avx2 or base)",
-                           "isa");
+    return InvalidArgument(
+        std::string(source) + ": unknown ISA level '" + std::string(isa) + "' (expected avx512, avx2 or base)", "isa");
   }
   if (rank > tables::IsaRank(NativeIsa())) {
     return MakeError(ErrorCode::kFailedPrecondition,

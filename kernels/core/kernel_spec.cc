@@ -30,9 +30,8 @@ Status KernelSpec::ValidateProblem(const Problem& problem) const {
   bool dtype_ok = false;
   for (DType d : dtypes()) dtype_ok |= d == problem.dtype;
   if (!dtype_ok) {
-    return InvalidArgument("kernel " + std::string(name()) + " does not support dtype " +
-                               std::string(DTypeName(problem.dtype)),
-                           "dtype");
+    return InvalidArgument(
+        "kernel " + std::string(name()) + " does not support dtype " + std::string(DTypeName(problem.dtype)), "dtype");
   }
   for (const auto& [n, v] : problem.dims.values()) {
     bool known = false;

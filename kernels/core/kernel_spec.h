@@ -3,8 +3,8 @@
 // a kernel touches its own folder and one line of registry.cc.
 #pragma once
 
-#include <cstdint>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -110,8 +110,7 @@ class KernelSpec {
 
   virtual Config DefaultConfig() const = 0;
   // Why a config cannot run on this problem and hardware; ok if it can.
-  virtual Status ValidateConfig(const Config& config, const Problem& problem,
-                                const HardwareProfile& hw) const = 0;
+  virtual Status ValidateConfig(const Config& config, const Problem& problem, const HardwareProfile& hw) const = 0;
   // A small problem that exercises `config`'s blocking (full blocks and remainders) quickly
   // enough to check every config against the reference.
   virtual Problem VerificationProblem(const Config& config, const Problem& bucket_problem) const = 0;

@@ -17,7 +17,8 @@ namespace {
 #if defined(__x86_64__) && defined(__linux__)
 __attribute__((target_clones("avx512f", "avx2", "default")))
 #endif
-double Dot(const float* a, const float* b, int64_t n) {
+double
+Dot(const float* a, const float* b, int64_t n) {
   double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) {
@@ -39,8 +40,8 @@ void Axpy(double w, const float* x, double* y, int64_t n) {
 
 }  // namespace
 
-void FlashAttentionReference(const FlashAttentionShape& shape, const float* q, const float* k, const float* v,
-                             float* o, float* lse, std::optional<float> scale) {
+void FlashAttentionReference(const FlashAttentionShape& shape, const float* q, const float* k, const float* v, float* o,
+                             float* lse, std::optional<float> scale) {
   // A shape the kernel rejects (Validate) has no defined output; write nothing.
   if (shape.kv_heads < 1 || shape.heads % shape.kv_heads != 0 || shape.head_dim < 1) return;
   const int64_t d_len = shape.head_dim;

@@ -54,8 +54,7 @@ namespace {
 
 class FlashAttentionInstance final : public KernelInstance {
  public:
-  FlashAttentionInstance(const FlashAttentionShape& shape, DType dtype, uint64_t seed)
-      : shape_(shape), dtype_(dtype) {
+  FlashAttentionInstance(const FlashAttentionShape& shape, DType dtype, uint64_t seed) : shape_(shape), dtype_(dtype) {
     const int64_t q_elems = shape.batch * shape.heads * shape.seq_q * shape.head_dim;
     const int64_t kv_elems = shape.batch * shape.kv_heads * shape.seq_kv * shape.head_dim;
     const int64_t rows = shape.batch * shape.heads * shape.seq_q;
@@ -215,9 +214,7 @@ class FlashAttentionSpecImpl final : public KernelSpec {
     s.seq_kv = std::clamp<int64_t>(b.seq_kv, 1, std::max<int64_t>(bs.block_kv, 16) + 13);
     s.head_dim = std::clamp<int64_t>(b.head_dim, 1, 256);
     s.causal = b.causal;
-    const auto macs = [&] {
-      return 2.0 * double(s.heads) * double(s.seq_q) * double(s.seq_kv) * double(s.head_dim);
-    };
+    const auto macs = [&] { return 2.0 * double(s.heads) * double(s.seq_q) * double(s.seq_kv) * double(s.head_dim); };
     if (macs() > kVerifyBudgetMacs) {
       s.kv_heads = 1;
       s.heads = std::min<int64_t>(group, 2);

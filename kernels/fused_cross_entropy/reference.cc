@@ -72,7 +72,8 @@ void FusedCrossEntropyReference(const FusedCrossEntropyShape& shape, const float
     for (int64_t i = 0; i < H * V; ++i) dw[i] = static_cast<float>(dw_acc[static_cast<size_t>(i)]);
   }
   if (dx_row_mass != nullptr) *dx_row_mass = row_mass;
-  if (dw_col_mass != nullptr) *dw_col_mass = col_mass.empty() ? 0.0 : *std::max_element(col_mass.begin(), col_mass.end());
+  if (dw_col_mass != nullptr)
+    *dw_col_mass = col_mass.empty() ? 0.0 : *std::max_element(col_mass.begin(), col_mass.end());
 }
 
 }  // namespace blocktune::kernels

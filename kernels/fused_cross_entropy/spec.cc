@@ -32,14 +32,14 @@ namespace blocktune::kernels {
 //    dx rows by about the block's share of the row mass, and dropping a row block moves dw
 //    columns by whole label terms (~|dloss| * |x| ~ 0.25): both are orders above these bounds.
 FusedCrossEntropyTolerances FusedCrossEntropyTolerance(const FusedCrossEntropyShape& shape, DType /*dtype*/,
-                                                       float z_loss_weight, double max_abs_lse,
-                                                       double dx_row_mass, double dw_col_mass) {
+                                                       float z_loss_weight, double max_abs_lse, double dx_row_mass,
+                                                       double dw_col_mass) {
   const double eps = FLT_EPSILON;
   const double z = std::fabs(double(z_loss_weight));
   const double logit = 2.0 * eps * double(std::max<int64_t>(shape.h, 1));
   const double lse = logit + eps * (double(shape.v) / 8.0 + 32.0) + 4e-7;
-  const double loss = lse * (1.0 + 2.0 * z * max_abs_lse) + logit +
-                      2.0 * eps * (2.0 * max_abs_lse + z * max_abs_lse * max_abs_lse);
+  const double loss =
+      lse * (1.0 + 2.0 * z * max_abs_lse) + logit + 2.0 * eps * (2.0 * max_abs_lse + z * max_abs_lse * max_abs_lse);
   const double delta = logit + lse + 1e-6;
   FusedCrossEntropyTolerances t;
   t.lse = Tolerance{lse, 4.0 * eps};
@@ -53,9 +53,7 @@ namespace {
 
 constexpr float kSpecZLossWeight = 1e-4f;
 
-FusedCrossEntropyShape ShapeOf(const Problem& p) {
-  return FusedCrossEntropyShape{p.Dim("b"), p.Dim("h"), p.Dim("v")};
-}
+FusedCrossEntropyShape ShapeOf(const Problem& p) { return FusedCrossEntropyShape{p.Dim("b"), p.Dim("h"), p.Dim("v")}; }
 
 void Merge(VerifyReport& into, const VerifyReport& r) {
   into.ok = into.ok && r.ok;
@@ -271,8 +269,8 @@ class FusedCrossEntropySpecImpl final : public KernelSpec {
   }
 
   std::unique_ptr<KernelInstance> MakeInstance(const Problem& problem, uint64_t seed) const override {
-    return std::make_unique<FusedCrossEntropyInstance>(ShapeOf(problem), problem.dtype,
-                                                       problem.Dim("backward") != 0, seed);
+    return std::make_unique<FusedCrossEntropyInstance>(ShapeOf(problem), problem.dtype, problem.Dim("backward") != 0,
+                                                       seed);
   }
 
   // Nominal flops: 2bhv for the logits; the backward adds dx and dw (4bhv). The kernel also
@@ -289,7 +287,8 @@ class FusedCrossEntropySpecImpl final : public KernelSpec {
     const FusedCrossEntropyShape s = ShapeOf(problem);
     const double es = DTypeBytes(problem.dtype);
     double bytes = es * (double(s.b) * double(s.h) + double(s.h) * double(s.v)) + 12.0 * double(s.b);
-    if (problem.Dim("backward") != 0) bytes += 4.0 * (double(s.b) + double(s.b) * double(s.h) + double(s.h) * double(s.v));
+    if (problem.Dim("backward") != 0)
+      bytes += 4.0 * (double(s.b) + double(s.b) * double(s.h) + double(s.h) * double(s.v));
     return bytes;
   }
 };

@@ -89,8 +89,7 @@ class GroupedMatmulInstance final : public KernelInstance {
     auto bs = FromConfig<GroupedMatmulBlockSizes>(config);
     if (!bs) return std::unexpected(bs.error());
     if (dtype_ == DType::kBF16) {
-      return GroupedMatmul(*bs, shape_, group_sizes_.data(), lhs_bf16_.data(), rhs_bf16_.data(), out_.data(),
-                           threads);
+      return GroupedMatmul(*bs, shape_, group_sizes_.data(), lhs_bf16_.data(), rhs_bf16_.data(), out_.data(), threads);
     }
     return GroupedMatmul(*bs, shape_, group_sizes_.data(), lhs_.data(), rhs_.data(), out_.data(), threads);
   }

@@ -116,7 +116,8 @@ class MatmulSpecImpl final : public KernelSpec {
  public:
   std::string_view name() const override { return "matmul"; }
   std::string_view description() const override {
-    return "C[m,n] = A[m,k] * B[k,n], row-major, f32 or bf16 inputs with f32 accumulation and output; packed panels around a register-tiled micro-kernel";
+    return "C[m,n] = A[m,k] * B[k,n], row-major, f32 or bf16 inputs with f32 accumulation and output; packed panels "
+           "around a register-tiled micro-kernel";
   }
   const std::vector<ParamSpec>& params() const override { return Params(); }
   const std::vector<DimSpec>& dims() const override { return Dims(); }

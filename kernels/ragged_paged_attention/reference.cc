@@ -12,7 +12,8 @@ namespace blocktune::kernels {
 namespace {
 
 double Load(const void* base, bool bf16, int64_t i) {
-  return bf16 ? double(BF16ToFloat(BF16{static_cast<const uint16_t*>(base)[i]})) : double(static_cast<const float*>(base)[i]);
+  return bf16 ? double(BF16ToFloat(BF16{static_cast<const uint16_t*>(base)[i]}))
+              : double(static_cast<const float*>(base)[i]);
 }
 
 }  // namespace

@@ -233,7 +233,8 @@ const std::vector<DimSpec>& Dims() {
   static const std::vector<DimSpec> kDims = {
       {{"num_seqs", tables::Rounding::kPow2Ceil, 1, 1024}, 1024, "sequences in the batch"},
       {{"max_kv_len", tables::Rounding::kPow2Ceil, 1, 131072}, 131072, "longest context (tokens in the KV cache)"},
-      {{"prefill_q_len", tables::Rounding::kPow2Ceil, 0, 8192}, 8192,
+      {{"prefill_q_len", tables::Rounding::kPow2Ceil, 0, 8192},
+       8192,
        "query tokens of the prefill sequences (every 4th); 0 = all decode"},
       {{"page_size", tables::Rounding::kExact, 1, 512}, 512, "tokens per KV page"},
       {{"heads", tables::Rounding::kExact, 1, 128}, 128, "query heads"},

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   s.set_tcp_nodelay(true);
   s.set_keep_alive_max_count(100000);
   s.set_keep_alive_timeout(5);
-  s.Get("/v1/lookup", [](const httplib::Request&, httplib::Response& res) { res.set_content(kBody, "application/json"); });
+  s.Get("/v1/lookup",
+        [](const httplib::Request&, httplib::Response& res) { res.set_content(kBody, "application/json"); });
   const int port = s.bind_to_any_port("127.0.0.1");
   if (port <= 0) return 5;
   if (!port_file.empty()) std::ofstream(port_file) << port << "\n";

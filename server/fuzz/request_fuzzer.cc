@@ -51,7 +51,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t pos = 0;
   while (pos < head_text.size()) {
     const size_t nl = head_text.find('\n', pos);
-    const std::string_view line = head_text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
+    const std::string_view line =
+        head_text.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     pos = nl == std::string_view::npos ? head_text.size() : nl + 1;
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) {

@@ -2,10 +2,10 @@
 // best config per bucket, the winners matrix, and why a tuned row holds its config.
 #include <httplib.h>
 
-#include "server/wire/dashboard.h"
 #include "server/dashboard.h"
 #include "server/guards.h"
 #include "server/handlers/handlers.h"
+#include "server/wire/dashboard.h"
 
 namespace blocktune::server {
 

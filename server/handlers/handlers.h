@@ -10,9 +10,9 @@
 #include <set>
 #include <string>
 
-#include "server/wire.h"
 #include "server/routes.h"
 #include "server/service.h"
+#include "server/wire.h"
 
 namespace httplib {
 struct Request;

@@ -18,13 +18,15 @@ void BindMissHandlers(Handlers& h, const HandlerContext& ctx) {
     auto kernel = StringParam(req, "kernel", "", 64);
     if (!kernel) return SendError(res, kernel.error());
     if (!kernel->empty() && FindKernel(*kernel) == nullptr) {
-      return SendError(res, Error{ErrorCode::kInvalidArgument, "unknown kernel '" + guards::Clip(*kernel) + "'", "kernel"});
+      return SendError(res,
+                       Error{ErrorCode::kInvalidArgument, "unknown kernel '" + guards::Clip(*kernel) + "'", "kernel"});
     }
     auto hardware = StringParam(req, "hardware", "", 200);
     if (!hardware) return SendError(res, hardware.error());
     for (char c : *hardware) {
       if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-')) {
-        return SendError(res, Error{ErrorCode::kInvalidArgument, "hardware key may hold only letters, digits, '.', '_' and '-'", "hardware"});
+        return SendError(res, Error{ErrorCode::kInvalidArgument,
+                                    "hardware key may hold only letters, digits, '.', '_' and '-'", "hardware"});
       }
     }
     auto offset = IntParam(req, "offset", 0, 0, INT64_MAX);

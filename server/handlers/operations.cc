@@ -1,4 +1,5 @@
-// Handlers for operating the daemon: liveness, readiness, Prometheus metrics, this API's OpenAPI document, online backup.
+// Handlers for operating the daemon: liveness, readiness, Prometheus metrics, this API's OpenAPI document, online
+// backup.
 #include <httplib.h>
 #include <sys/stat.h>
 
@@ -14,7 +15,9 @@ using wire::Json;
 
 void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
   Service& svc = ctx.service;
-  h[api::Index(api::Op::kGetHealth)] = [](const httplib::Request&, httplib::Response& res) { SendJson(res, 200, wire::EncodeStatus("ok")); };
+  h[api::Index(api::Op::kGetHealth)] = [](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, wire::EncodeStatus("ok"));
+  };
 
   h[api::Index(api::Op::kGetReady)] = [&svc](const httplib::Request&, httplib::Response& res) {
     if (!svc.Ready()) return SendJson(res, 503, wire::EncodeReady(false, "job runner not running"));
@@ -23,7 +26,8 @@ void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
     SendJson(res, 200, wire::EncodeReady(true, ""));
   };
 
-  h[api::Index(api::Op::kGetMetrics)] = [&svc, &metrics = ctx.metrics](const httplib::Request&, httplib::Response& res) {
+  h[api::Index(api::Op::kGetMetrics)] = [&svc, &metrics = ctx.metrics](const httplib::Request&,
+                                                                       httplib::Response& res) {
     std::string out = metrics.Render();
     auto stats = svc.Stats();
     if (stats) {
@@ -34,7 +38,8 @@ void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
         for (const auto& [name, count] : stats->sweeps_by_status) {
           if (name == store::SweepStatusName(st)) n = count;
         }
-        out += "blocktune_sweeps{state=\"" + std::string(store::SweepStatusName(st)) + "\"} " + std::to_string(n) + "\n";
+        out +=
+            "blocktune_sweeps{state=\"" + std::string(store::SweepStatusName(st)) + "\"} " + std::to_string(n) + "\n";
       }
       out += "# HELP blocktune_measurements Stored measurements by outcome.\n# TYPE blocktune_measurements gauge\n";
       for (std::string_view o : tuner::kOutcomeNames) {
@@ -47,8 +52,9 @@ void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
       out += "# HELP blocktune_db_bytes Size of the SQLite database (pages x page size).\n";
       out += "# TYPE blocktune_db_bytes gauge\nblocktune_db_bytes " + std::to_string(stats->db_bytes) + "\n";
     }
-    out += "# HELP blocktune_lookup_misses_dropped_total Missed lookups not counted: too many distinct buckets "
-           "between two flushes.\n# TYPE blocktune_lookup_misses_dropped_total counter\n";
+    out +=
+        "# HELP blocktune_lookup_misses_dropped_total Missed lookups not counted: too many distinct buckets "
+        "between two flushes.\n# TYPE blocktune_lookup_misses_dropped_total counter\n";
     out += "blocktune_lookup_misses_dropped_total " + std::to_string(svc.MissesDropped()) + "\n";
     res.status = 200;
     res.set_content(out, "text/plain; version=0.0.4");
@@ -63,7 +69,7 @@ void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
   h[api::Index(api::Op::kCreateBackup)] = [&svc](const httplib::Request&, httplib::Response& res) {
     auto path = svc.Backup();
     if (!path) return SendError(res, path.error());
-    struct stat st{};
+    struct stat st {};
     const int64_t bytes = ::stat(path->c_str(), &st) == 0 ? static_cast<int64_t>(st.st_size) : 0;
     SendJson(res, 201, wire::EncodeBackup(*path, bytes));
   };

@@ -1,4 +1,5 @@
-// Handlers of sweeps: create (idempotent with a key, rate limited), list, show with progress, cancel, and measurement pages.
+// Handlers of sweeps: create (idempotent with a key, rate limited), list, show with progress, cancel, and measurement
+// pages.
 #include <httplib.h>
 
 #include "server/guards.h"
@@ -14,9 +15,13 @@ void BindSweepHandlers(Handlers& h, const HandlerContext& ctx) {
   const wire::Limits limits = ctx.limits;
   h[api::Index(api::Op::kCreateSweep)] = [&svc, limits](const httplib::Request& req, httplib::Response& res) {
     const std::string key = req.get_header_value("Idempotency-Key");
-    if (key.size() > 128) return SendError(res, Error{ErrorCode::kInvalidArgument, "Idempotency-Key is longer than 128 characters", "Idempotency-Key"});
+    if (key.size() > 128)
+      return SendError(
+          res, Error{ErrorCode::kInvalidArgument, "Idempotency-Key is longer than 128 characters", "Idempotency-Key"});
     for (char c : key) {
-      if (c < 0x21 || c > 0x7e) return SendError(res, Error{ErrorCode::kInvalidArgument, "Idempotency-Key must be printable ASCII", "Idempotency-Key"});
+      if (c < 0x21 || c > 0x7e)
+        return SendError(
+            res, Error{ErrorCode::kInvalidArgument, "Idempotency-Key must be printable ASCII", "Idempotency-Key"});
     }
     auto body = wire::ParseBody(req.body, limits);
     if (!body) return SendError(res, body.error());
@@ -37,7 +42,9 @@ void BindSweepHandlers(Handlers& h, const HandlerContext& ctx) {
     std::optional<store::SweepStatus> status;
     if (!status_text->empty()) {
       status = store::ParseSweepStatus(*status_text);
-      if (!status) return SendError(res, Error{ErrorCode::kInvalidArgument, "status must be queued, running, done, failed or cancelled", "status"});
+      if (!status)
+        return SendError(res, Error{ErrorCode::kInvalidArgument,
+                                    "status must be queued, running, done, failed or cancelled", "status"});
     }
     auto after = IntParam(req, "after_id", 0, 0, INT64_MAX);
     if (!after) return SendError(res, after.error());

@@ -30,7 +30,9 @@ void SendJson(httplib::Response& res, int status, const wire::Json& body) {
   res.set_content(wire::Dump(body), "application/json");
 }
 
-void SendError(httplib::Response& res, const Error& e) { SendJson(res, wire::HttpStatus(e.code), wire::EncodeError(e)); }
+void SendError(httplib::Response& res, const Error& e) {
+  SendJson(res, wire::HttpStatus(e.code), wire::EncodeError(e));
+}
 
 Result<int64_t> IntParam(const httplib::Request& req, const char* name, std::optional<int64_t> fallback, int64_t lo,
                          int64_t hi) {

@@ -52,7 +52,8 @@ void AddCommonSchemas(Json& s) {
   // Every ErrorCode, plus the guards' "unauthenticated" (401), which is no ErrorCode because
   // only the HTTP layer produces it.
   Json codes = Json::array();
-  for (int c = 0; c <= static_cast<int>(ErrorCode::kInternal); ++c) codes.push_back(ErrorCodeName(static_cast<ErrorCode>(c)));
+  for (int c = 0; c <= static_cast<int>(ErrorCode::kInternal); ++c)
+    codes.push_back(ErrorCodeName(static_cast<ErrorCode>(c)));
   codes.push_back("unauthenticated");
   Json code = Str("canonical error code");
   code["enum"] = codes;
@@ -102,7 +103,8 @@ Result<Json> ParseBody(std::string_view body, const Limits& limits) {
   if (!v.ok()) return InvalidArgument(v.message, v.path);
   // nlohmann's lexer takes a NUL byte for the end of input, so "{...}\0anything" would parse;
   // JSON text has no raw NUL (RFC 8259: not whitespace, and escaped inside strings).
-  if (body.find('\0') != std::string_view::npos) return InvalidArgument("request body is not valid JSON (NUL byte)", "body");
+  if (body.find('\0') != std::string_view::npos)
+    return InvalidArgument("request body is not valid JSON (NUL byte)", "body");
   Json j = Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return InvalidArgument("request body is not valid JSON", "body");
   return j;

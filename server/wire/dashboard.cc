@@ -10,51 +10,52 @@ namespace internal {
 
 void AddDashboardSchemas(Json& s) {
   using namespace schema;
-  s["BucketTask"] = Object({{"bucket", Str()},
-                            {"status", Ref("SweepStatus")},
-                            {"planned", Int("measurements the bucket will record")}});
-  s["Decision"] = Object(
-      {{"chosen", Ref("Config")},
-       {"incumbent", Nullable(Ref("Config")), true},
-       {"noise_band", Num("relative difference treated as noise; 0 when the round recorded none (a new winner "
-                           "that beat the default: the band is in the decision text)")},
-       {"decision", Str("new, replaced incumbent ..., or kept incumbent ...")},
-       {"candidates", Array(Object({{"config", Ref("Config")},
-                                    {"outcome", Ref("Outcome")},
-                                    {"median_ns", Nullable(Num("null unless the outcome is ok"))},
-                                    {"cv", Num()},
-                                    {"iterations", Int("iterations per repetition")}}),
-                            "the configs re-timed interleaved, in the order timed")}},
-      "a bucket's decision round: the best configs of the search and the incumbent timed again");
-  s["Landscape"] = Object(
-      {{"sweep_id", Int()},
-       {"kernel", Str()},
-       {"status", Ref("SweepStatus")},
-       {"bucket", Str("the bucket shown")},
-       {"buckets", Array(Ref("BucketTask"), "every bucket of the sweep, in request order")},
-       {"params", Array(Str(), "the kernel's parameters, in order: the keys of columns")},
-       {"default_config", Ref("Config")},
-       {"points", Object({{"id", Array(Int(), "measurement ids, oldest first")},
-                          {"t_s", Array(Num(), "seconds after the bucket's first measurement")},
-                          {"columns", Map(Array(Nullable(Int())), "one array per parameter, aligned with id")},
-                          {"median_ns", Array(Nullable(Num()), "null unless the outcome is ok")},
-                          {"cv", Array(Num())},
-                          {"outcome", Array(Ref("Outcome"))}},
-                         "every measurement of the bucket, one array per field")},
-       {"failed", Array(Object({{"id", Int()}, {"config", Ref("Config")}, {"outcome", Ref("Outcome")}, {"detail", Str()}}),
-                        "measurements whose outcome is not ok, with the reason")},
-       {"decision", Nullable(Ref("Decision"))}},
-      "one bucket of a sweep for plotting: every measurement, column-wise");
-  s["BucketBest"] = Object({{"bucket", Str()},
-                            {"status", Ref("SweepStatus")},
-                            {"planned", Int()},
-                            {"measured", Int()},
-                            {"ok", Int("measurements that passed")},
-                            {"best_config", Nullable(Ref("Config")), true},
-                            {"best_median_ns", Nullable(Num("fastest passing measurement"))},
-                            {"best_measurement_id", Nullable(Int())},
-                            {"default_median_ns", Nullable(Num("the kernel's default config, if measured and passing"))},
-                            {"chosen", Nullable(Ref("Config")), true}});
+  s["BucketTask"] = Object(
+      {{"bucket", Str()}, {"status", Ref("SweepStatus")}, {"planned", Int("measurements the bucket will record")}});
+  s["Decision"] =
+      Object({{"chosen", Ref("Config")},
+              {"incumbent", Nullable(Ref("Config")), true},
+              {"noise_band", Num("relative difference treated as noise; 0 when the round recorded none (a new winner "
+                                 "that beat the default: the band is in the decision text)")},
+              {"decision", Str("new, replaced incumbent ..., or kept incumbent ...")},
+              {"candidates", Array(Object({{"config", Ref("Config")},
+                                           {"outcome", Ref("Outcome")},
+                                           {"median_ns", Nullable(Num("null unless the outcome is ok"))},
+                                           {"cv", Num()},
+                                           {"iterations", Int("iterations per repetition")}}),
+                                   "the configs re-timed interleaved, in the order timed")}},
+             "a bucket's decision round: the best configs of the search and the incumbent timed again");
+  s["Landscape"] =
+      Object({{"sweep_id", Int()},
+              {"kernel", Str()},
+              {"status", Ref("SweepStatus")},
+              {"bucket", Str("the bucket shown")},
+              {"buckets", Array(Ref("BucketTask"), "every bucket of the sweep, in request order")},
+              {"params", Array(Str(), "the kernel's parameters, in order: the keys of columns")},
+              {"default_config", Ref("Config")},
+              {"points", Object({{"id", Array(Int(), "measurement ids, oldest first")},
+                                 {"t_s", Array(Num(), "seconds after the bucket's first measurement")},
+                                 {"columns", Map(Array(Nullable(Int())), "one array per parameter, aligned with id")},
+                                 {"median_ns", Array(Nullable(Num()), "null unless the outcome is ok")},
+                                 {"cv", Array(Num())},
+                                 {"outcome", Array(Ref("Outcome"))}},
+                                "every measurement of the bucket, one array per field")},
+              {"failed",
+               Array(Object({{"id", Int()}, {"config", Ref("Config")}, {"outcome", Ref("Outcome")}, {"detail", Str()}}),
+                     "measurements whose outcome is not ok, with the reason")},
+              {"decision", Nullable(Ref("Decision"))}},
+             "one bucket of a sweep for plotting: every measurement, column-wise");
+  s["BucketBest"] =
+      Object({{"bucket", Str()},
+              {"status", Ref("SweepStatus")},
+              {"planned", Int()},
+              {"measured", Int()},
+              {"ok", Int("measurements that passed")},
+              {"best_config", Nullable(Ref("Config")), true},
+              {"best_median_ns", Nullable(Num("fastest passing measurement"))},
+              {"best_measurement_id", Nullable(Int())},
+              {"default_median_ns", Nullable(Num("the kernel's default config, if measured and passing"))},
+              {"chosen", Nullable(Ref("Config")), true}});
   s["SweepBest"] = Object({{"sweep_id", Int()},
                            {"kernel", Str()},
                            {"dtype", Ref("DType")},
@@ -62,28 +63,29 @@ void AddDashboardSchemas(Json& s) {
                            {"status", Ref("SweepStatus")},
                            {"buckets", Array(Ref("BucketBest"))}},
                           "a sweep's fastest passing config per bucket");
-  s["Winner"] = Extend(
-      s["TunedEntry"],
-      {{"from_database", Bool("false: the checked-in table's row, measured in another database")},
-       {"default_median_ns", Nullable(Num("the default config in the same sweep and bucket, if measured"))},
-       {"speedup", Nullable(Num("default_median_ns / median_ns"))},
-       {"age_seconds", Nullable(Num("since measured_at"))},
-       {"stale", Bool()},
-       {"stale_reason", Str("empty unless stale")},
-       {"override", Nullable(Ref("Override")), true}},
-      "a tuned row with what the winners matrix shows about it");
+  s["Winner"] =
+      Extend(s["TunedEntry"],
+             {{"from_database", Bool("false: the checked-in table's row, measured in another database")},
+              {"default_median_ns", Nullable(Num("the default config in the same sweep and bucket, if measured"))},
+              {"speedup", Nullable(Num("default_median_ns / median_ns"))},
+              {"age_seconds", Nullable(Num("since measured_at"))},
+              {"stale", Bool()},
+              {"stale_reason", Str("empty unless stale")},
+              {"override", Nullable(Ref("Override")), true}},
+             "a tuned row with what the winners matrix shows about it");
   s["WinnerList"] = Object({{"entries", Array(Ref("Winner"))}});
-  s["RankedConfig"] = Object({{"measurement_id", Int()},
-                              {"rank", Int("1 = fastest passing config of the bucket")},
-                              {"config", Ref("Config")},
-                              {"median_ns", Num()},
-                              {"cv", Num()},
-                              {"samples_ns", Array(Num(), "per-iteration time of each repetition")},
-                              {"noise_band", Num("relative band inside which this config and the tuned one are not told "
-                                                 "apart (tuner::NoiseBand of their samples)")},
-                              {"within_noise", Bool("median within noise_band of the tuned config's")},
-                              {"is_default", Bool()},
-                              {"is_winner", Bool()}});
+  s["RankedConfig"] =
+      Object({{"measurement_id", Int()},
+              {"rank", Int("1 = fastest passing config of the bucket")},
+              {"config", Ref("Config")},
+              {"median_ns", Num()},
+              {"cv", Num()},
+              {"samples_ns", Array(Num(), "per-iteration time of each repetition")},
+              {"noise_band", Num("relative band inside which this config and the tuned one are not told "
+                                 "apart (tuner::NoiseBand of their samples)")},
+              {"within_noise", Bool("median within noise_band of the tuned config's")},
+              {"is_default", Bool()},
+              {"is_winner", Bool()}});
   s["Explain"] = Object({{"winner", Ref("Winner")},
                          {"sweep", Nullable(Ref("Sweep")), true},
                          {"decision", Nullable(Ref("Decision")), true},
@@ -122,8 +124,8 @@ Json EncodeWinner(const server::WinnerView& w) {
   Json j = EncodeTunedEntry(w.entry);
   j["from_database"] = w.from_database;
   j["default_median_ns"] = w.default_median_ns ? Json(*w.default_median_ns) : Json(nullptr);
-  j["speedup"] = w.default_median_ns && w.entry.median_ns > 0 ? Json(*w.default_median_ns / w.entry.median_ns)
-                                                               : Json(nullptr);
+  j["speedup"] =
+      w.default_median_ns && w.entry.median_ns > 0 ? Json(*w.default_median_ns / w.entry.median_ns) : Json(nullptr);
   j["age_seconds"] = w.age_seconds ? Json(*w.age_seconds) : Json(nullptr);
   j["stale"] = w.stale;
   j["stale_reason"] = w.stale_reason;
@@ -155,21 +157,24 @@ Json EncodeLandscape(const server::LandscapeView& v) {
     cv.push_back(m.cv);
     outcome.push_back(tuner::OutcomeName(m.outcome));
     if (!ok) {
-      failed.push_back({{"id", m.id}, {"config", EncodeConfig(m.config)}, {"outcome", tuner::OutcomeName(m.outcome)},
+      failed.push_back({{"id", m.id},
+                        {"config", EncodeConfig(m.config)},
+                        {"outcome", tuner::OutcomeName(m.outcome)},
                         {"detail", m.detail}});
     }
   }
-  return Json{{"sweep_id", v.sweep.id},
-              {"kernel", v.sweep.request.kernel},
-              {"status", store::SweepStatusName(v.sweep.status)},
-              {"bucket", v.bucket},
-              {"buckets", buckets},
-              {"params", v.params},
-              {"default_config", EncodeConfig(v.default_config)},
-              {"points", {{"id", ids}, {"t_s", t_s}, {"columns", columns}, {"median_ns", median}, {"cv", cv},
-                          {"outcome", outcome}}},
-              {"failed", failed},
-              {"decision", EncodeDecision(v.decision)}};
+  return Json{
+      {"sweep_id", v.sweep.id},
+      {"kernel", v.sweep.request.kernel},
+      {"status", store::SweepStatusName(v.sweep.status)},
+      {"bucket", v.bucket},
+      {"buckets", buckets},
+      {"params", v.params},
+      {"default_config", EncodeConfig(v.default_config)},
+      {"points",
+       {{"id", ids}, {"t_s", t_s}, {"columns", columns}, {"median_ns", median}, {"cv", cv}, {"outcome", outcome}}},
+      {"failed", failed},
+      {"decision", EncodeDecision(v.decision)}};
 }
 
 Json EncodeSweepBest(const server::SweepBestView& v) {

@@ -1,8 +1,8 @@
 // Wire format of the dashboard's aggregates (server/dashboard.h) and their component schemas.
 #pragma once
 
-#include "server/wire.h"
 #include "server/dashboard.h"
+#include "server/wire.h"
 
 namespace blocktune::wire {
 

@@ -17,13 +17,16 @@ void AddKernelSchemas(Json& s) {
   s["Kernel"] = Object(
       {{"name", Str()},
        {"description", Str()},
-       {"params", Array(Object({{"name", Str()}, {"candidates", Array(Int())}, {"doc", Str()}}), "block-size parameters")},
+       {"params",
+        Array(Object({{"name", Str()}, {"candidates", Array(Int())}, {"doc", Str()}}), "block-size parameters")},
        {"dims", Array(Object({{"name", Str()}, {"max", Int()}, {"doc", Str()}}), "problem dimensions")},
        {"dtypes", Array(Ref("DType"))},
        {"bucket_version", Int()},
-       {"buckets", Array(Object({{"dim", Str()}, {"rounding", Enum(std::array{"pow2_ceil", "exact"})}, {"min", Int()},
-                                 {"max", Int()}}),
-                         "how each dimension maps to its bucket")},
+       {"buckets",
+        Array(
+            Object(
+                {{"dim", Str()}, {"rounding", Enum(std::array{"pow2_ceil", "exact"})}, {"min", Int()}, {"max", Int()}}),
+            "how each dimension maps to its bucket")},
        {"config_space_size", Int("configs an exhaustive sweep tries per bucket")},
        {"default_config", Ref("Config")},
        {"fingerprint", Str("this build's kernel fingerprint: a hash of the sources that decide the kernel's speed and "
@@ -78,24 +81,25 @@ Json EncodeKernel(const KernelSpec& k) {
   // Constraints are per parameter (its doc) plus the kernel's Validate, which a config is run
   // through before anything is launched; the space size says what exhaustive costs.
   Json j{{"name", k.name()},
-              {"description", k.description()},
-              {"params", params},
-              {"dims", dims},
-              {"dtypes", dtypes},
-              {"bucket_version", k.bucket_version()},
-              {"buckets", buckets},
-              {"config_space_size", k.ConfigSpace().size()},
-              {"default_config", EncodeConfig(k.DefaultConfig())},
-              {"fingerprint", KernelFingerprint(k.name())}};
+         {"description", k.description()},
+         {"params", params},
+         {"dims", dims},
+         {"dtypes", dtypes},
+         {"bucket_version", k.bucket_version()},
+         {"buckets", buckets},
+         {"config_space_size", k.ConfigSpace().size()},
+         {"default_config", EncodeConfig(k.DefaultConfig())},
+         {"fingerprint", KernelFingerprint(k.name())}};
   if (const RunnerSpec* r = k.runner()) {
     Json categorical = Json::array();
     for (const auto& p : k.params()) {
       if (p.categorical) categorical.push_back(p.name);
     }
-    j["external"] = Json{{"source_file", k.source_file()},
-                         {"restrictions", k.restriction_texts()},
-                         {"categorical", categorical},
-                         {"runner", Json{{"command", r->command}, {"persistent", r->persistent}, {"timeout_s", r->timeout_s}}}};
+    j["external"] =
+        Json{{"source_file", k.source_file()},
+             {"restrictions", k.restriction_texts()},
+             {"categorical", categorical},
+             {"runner", Json{{"command", r->command}, {"persistent", r->persistent}, {"timeout_s", r->timeout_s}}}};
   }
   return j;
 }
@@ -112,10 +116,10 @@ Json EncodeKernelReload(const std::vector<std::string>& added, const std::vector
 }
 
 Json EncodeHardware(const HardwareProfile& hw, int64_t id, const std::string& first_seen_at) {
-  Json j{{"key", hw.Key()},        {"arch", hw.cpu.arch},   {"isa", hw.cpu.isa},
-         {"vendor", hw.cpu.vendor}, {"family", hw.cpu.family}, {"model", hw.cpu.model},
-         {"model_name", hw.model_name}, {"cores", hw.cores}, {"l1d_bytes", hw.l1d_bytes},
-         {"l2_bytes", hw.l2_bytes}, {"l3_bytes", hw.l3_bytes}, {"threads", hw.threads}};
+  Json j{
+      {"key", hw.Key()},           {"arch", hw.cpu.arch},     {"isa", hw.cpu.isa},           {"vendor", hw.cpu.vendor},
+      {"family", hw.cpu.family},   {"model", hw.cpu.model},   {"model_name", hw.model_name}, {"cores", hw.cores},
+      {"l1d_bytes", hw.l1d_bytes}, {"l2_bytes", hw.l2_bytes}, {"l3_bytes", hw.l3_bytes},     {"threads", hw.threads}};
   if (id > 0) j["id"] = id;
   if (!first_seen_at.empty()) j["first_seen_at"] = first_seen_at;
   return j;

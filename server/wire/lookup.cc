@@ -39,29 +39,28 @@ void AddLookupSchemas(Json& s) {
   s["Source"]["enum"] = sources;
   s["OverrideRef"] = Object({{"id", Int()}, {"reason", Str()}, {"expires_at", Nullable(Str("UTC; null: never"))}},
                             "the override that answered");
-  s["LookupAnswer"] = Object({{"kernel", Str()},
-                              {"config", Ref("Config")},
-                              {"source", Ref("Source")},
-                              {"hardware", Str("key of the row that answered; the queried key for the default")},
-                              {"queried_hardware", Str("the key looked up (this host's at `threads` if the query gave none)")},
-                              {"fallback_levels",
-                               Int("levels fallen down the queried key's chain: 0 the key itself (and explicit), 1 the "
-                                   "same CPU model at another thread count, 2 another CPU model of the same vendor and "
-                                   "ISA level; the chain's length for default; for override, the components the "
-                                   "pin's key drops from the queried key")},
-                              {"bucket", Str("the query's bucket")},
-                              {"matched_bucket", Str("the row's bucket (differs only for nearest)")},
-                              {"median_ns", Num("0 for default, explicit and override")},
-                              {"samples", Int()},
-                              {"sweep_id", Int()},
-                              {"measurement_id", Int()},
-                              {"measured_at", Str()},
-                              {"fingerprint",
-                               Nullable(Str("the row's kernel fingerprint (the build that measured it); null: unknown "
-                                            "(rows from before fingerprints) or no row answered"))},
-                              {"stale", Bool("true when the row's fingerprint is not this build's kernel fingerprint: "
-                                             "it was measured by another build of the kernel")},
-                              {"override", Ref("OverrideRef"), false}});
+  s["LookupAnswer"] = Object(
+      {{"kernel", Str()},
+       {"config", Ref("Config")},
+       {"source", Ref("Source")},
+       {"hardware", Str("key of the row that answered; the queried key for the default")},
+       {"queried_hardware", Str("the key looked up (this host's at `threads` if the query gave none)")},
+       {"fallback_levels", Int("levels fallen down the queried key's chain: 0 the key itself (and explicit), 1 the "
+                               "same CPU model at another thread count, 2 another CPU model of the same vendor and "
+                               "ISA level; the chain's length for default; for override, the components the "
+                               "pin's key drops from the queried key")},
+       {"bucket", Str("the query's bucket")},
+       {"matched_bucket", Str("the row's bucket (differs only for nearest)")},
+       {"median_ns", Num("0 for default, explicit and override")},
+       {"samples", Int()},
+       {"sweep_id", Int()},
+       {"measurement_id", Int()},
+       {"measured_at", Str()},
+       {"fingerprint", Nullable(Str("the row's kernel fingerprint (the build that measured it); null: unknown "
+                                    "(rows from before fingerprints) or no row answered"))},
+       {"stale", Bool("true when the row's fingerprint is not this build's kernel fingerprint: "
+                      "it was measured by another build of the kernel")},
+       {"override", Ref("OverrideRef"), false}});
   s["LookupQuery"] = LookupQuerySchema();
   s["BatchLookupRequest"] = Object({{"queries", Array(Ref("LookupQuery"), "1 to 256 problems")}});
   s["BatchLookupResponse"] =
@@ -262,7 +261,8 @@ Result<LookupRequest> DecodeLookupQuery(const QueryParams& params) {
     bool known = name == "kernel" || name == "dtype" || name == "threads" || name == "hardware" || name == "config";
     for (const auto& dim : r.spec->dims()) known |= name == dim.bucket.name;
     if (!known) {
-      return InvalidArgument("unknown query parameter '" + server::guards::Clip(name) + "'", server::guards::Clip(name));
+      return InvalidArgument("unknown query parameter '" + server::guards::Clip(name) + "'",
+                             server::guards::Clip(name));
     }
   }
   auto dtype = QueryString(params, "dtype", "f32", 16);
@@ -295,10 +295,12 @@ Result<LookupRequest> DecodeLookupQuery(const QueryParams& params) {
 Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits& limits) {
   if (!j.is_object()) return InvalidArgument("request body must be a JSON object", "body");
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (it.key() != "queries") return InvalidArgument("unknown field '" + server::guards::Clip(it.key()) + "'", server::guards::Clip(it.key()));
+    if (it.key() != "queries")
+      return InvalidArgument("unknown field '" + server::guards::Clip(it.key()) + "'", server::guards::Clip(it.key()));
   }
   auto qs = j.find("queries");
-  if (qs == j.end() || !qs->is_array() || qs->empty()) return InvalidArgument("'queries' must be a non-empty array", "queries");
+  if (qs == j.end() || !qs->is_array() || qs->empty())
+    return InvalidArgument("'queries' must be a non-empty array", "queries");
   if (qs->size() > limits.max_batch_queries) {
     return InvalidArgument("at most " + std::to_string(limits.max_batch_queries) + " queries per batch", "queries");
   }
@@ -313,7 +315,8 @@ Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits
     auto kernel = internal::GetString(q, "kernel", path + ".kernel", std::nullopt);
     if (!kernel) return std::unexpected(kernel.error());
     r.spec = FindKernel(*kernel);
-    if (r.spec == nullptr) return InvalidArgument("unknown kernel '" + server::guards::Clip(*kernel) + "'", path + ".kernel");
+    if (r.spec == nullptr)
+      return InvalidArgument("unknown kernel '" + server::guards::Clip(*kernel) + "'", path + ".kernel");
     const KernelSpec* spec = r.spec;
     r.kernel = *kernel;
     auto dtype = internal::GetString(q, "dtype", path + ".dtype", std::string("f32"));
@@ -330,7 +333,8 @@ Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits
     }
     for (auto it = dims->begin(); it != dims->end(); ++it) {
       if (!r.query.dims.Get(it.key())) {
-        return InvalidArgument("unknown dimension '" + server::guards::Clip(it.key()) + "'", path + ".dims." + server::guards::Clip(it.key()));
+        return InvalidArgument("unknown dimension '" + server::guards::Clip(it.key()) + "'",
+                               path + ".dims." + server::guards::Clip(it.key()));
       }
     }
     auto threads = internal::GetInt(q, "threads", path + ".threads", 1);
@@ -354,7 +358,10 @@ Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits
 Json EncodeBatchLookupRequest(const std::vector<LookupRequest>& queries) {
   Json list = Json::array();
   for (const auto& r : queries) {
-    Json q{{"kernel", r.kernel}, {"dtype", DTypeName(r.query.dtype)}, {"dims", EncodeConfig(r.query.dims)}, {"threads", r.threads}};
+    Json q{{"kernel", r.kernel},
+           {"dtype", DTypeName(r.query.dtype)},
+           {"dims", EncodeConfig(r.query.dims)},
+           {"threads", r.threads}};
     if (!r.query.hardware_key.empty()) q["hardware"] = r.query.hardware_key;
     if (r.query.explicit_config) q["config"] = EncodeConfig(*r.query.explicit_config);
     list.push_back(q);

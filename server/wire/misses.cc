@@ -9,21 +9,20 @@ namespace internal {
 
 void AddMissSchemas(Json& s) {
   using namespace schema;
-  s["LookupMiss"] = Object(
-      {{"kernel", Str()},
-       {"dtype", Ref("DType")},
-       {"hardware", Str("the hardware key the lookups asked for")},
-       {"bucket", Str()},
-       {"dims", Map(Int(), "the first problem counted in the bucket: a shape to sweep it with")},
-       {"fallback", Int("lookups answered tuned_fallback (a row of related hardware)")},
-       {"nearest", Int("lookups answered nearest (a row of another bucket)")},
-       {"default", Int("lookups answered with the kernel's default")},
-       {"count", Int("fallback + nearest + default")},
-       {"first_seen_at", Str("UTC, the first counted lookup")},
-       {"last_seen_at", Str("UTC, the latest counted lookup")},
-       {"current_source", Ref("Source")}},
-      "lookups of one bucket on one hardware key that no row tuned for exactly that key answered; "
-      "current_source is what such a lookup gets now (tuned once a sweep has covered the bucket)");
+  s["LookupMiss"] = Object({{"kernel", Str()},
+                            {"dtype", Ref("DType")},
+                            {"hardware", Str("the hardware key the lookups asked for")},
+                            {"bucket", Str()},
+                            {"dims", Map(Int(), "the first problem counted in the bucket: a shape to sweep it with")},
+                            {"fallback", Int("lookups answered tuned_fallback (a row of related hardware)")},
+                            {"nearest", Int("lookups answered nearest (a row of another bucket)")},
+                            {"default", Int("lookups answered with the kernel's default")},
+                            {"count", Int("fallback + nearest + default")},
+                            {"first_seen_at", Str("UTC, the first counted lookup")},
+                            {"last_seen_at", Str("UTC, the latest counted lookup")},
+                            {"current_source", Ref("Source")}},
+                           "lookups of one bucket on one hardware key that no row tuned for exactly that key answered; "
+                           "current_source is what such a lookup gets now (tuned once a sweep has covered the bucket)");
   s["MissList"] = Object({{"misses", Array(Ref("LookupMiss"), "most counted first")},
                           {"next_offset", Nullable(Int("pass as offset for the next page; null on the last"))}});
 }

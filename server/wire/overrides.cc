@@ -73,8 +73,12 @@ Result<store::OverrideRecord> DecodeOverride(const Json& j, const Limits& limits
 }
 
 Json EncodeOverrideRequest(const store::OverrideRecord& o) {
-  return Json{{"kernel", o.kernel},   {"hardware", o.hardware_key},      {"dtype", DTypeName(o.dtype)},
-              {"bucket", o.bucket},   {"config", EncodeConfig(o.config)}, {"reason", o.reason},
+  return Json{{"kernel", o.kernel},
+              {"hardware", o.hardware_key},
+              {"dtype", DTypeName(o.dtype)},
+              {"bucket", o.bucket},
+              {"config", EncodeConfig(o.config)},
+              {"reason", o.reason},
               {"expires_at", o.expires_at.empty() ? Json(nullptr) : Json(o.expires_at)}};
 }
 
@@ -92,7 +96,8 @@ Json EncodeOverrideList(const std::vector<store::OverrideRecord>& rows) {
 }
 
 Result<std::vector<store::OverrideRecord>> DecodeOverrideList(const Json& j) {
-  if (!j.is_object() || !j.contains("overrides") || !j["overrides"].is_array()) return InvalidArgument("'overrides' must be an array");
+  if (!j.is_object() || !j.contains("overrides") || !j["overrides"].is_array())
+    return InvalidArgument("'overrides' must be an array");
   std::vector<store::OverrideRecord> out;
   Limits generous;
   generous.max_string_bytes = 1 << 16;

@@ -4,10 +4,10 @@
 // component schemas.
 #include <cmath>
 
+#include "server/guards.h"
 #include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
-#include "server/guards.h"
 
 namespace blocktune::wire {
 
@@ -43,21 +43,21 @@ Json ResultsSweepSchema() {
 
 Json ResultsMeasurementSchema() {
   using namespace schema;
-  return Object({{"bucket", Str()},
-                 {"problem", Map(Int(), "the dims that were timed")},
-                 {"config", Ref("Config")},
-                 {"outcome", Ref("Outcome")},
-                 {"detail", Str()},
-                 {"iterations", Int()},
-                 {"median_ns", Num()},
-                 {"cv", Num()},
-                 {"max_abs_err", Num()},
-                 {"max_rel_err", Num()},
-                 {"samples_ns", Array(Num(), "every timed repetition, in order")},
-                 {"fingerprint",
-                  Nullable(Str("the kernel's fingerprint in the build that measured it; null or absent: unknown")),
-                  false},
-                 {"created_at", Str()}});
+  return Object(
+      {{"bucket", Str()},
+       {"problem", Map(Int(), "the dims that were timed")},
+       {"config", Ref("Config")},
+       {"outcome", Ref("Outcome")},
+       {"detail", Str()},
+       {"iterations", Int()},
+       {"median_ns", Num()},
+       {"cv", Num()},
+       {"max_abs_err", Num()},
+       {"max_rel_err", Num()},
+       {"samples_ns", Array(Num(), "every timed repetition, in order")},
+       {"fingerprint", Nullable(Str("the kernel's fingerprint in the build that measured it; null or absent: unknown")),
+        false},
+       {"created_at", Str()}});
 }
 
 Json ResultsBatchSchema() {
@@ -106,12 +106,13 @@ Result<store::SweepRecord> DecodeSweep(const Json& j, const Limits& limits) {
   };
   std::string dtype, strategy, status;
   int64_t threads = 0, seed = 0, shard_index = 0, shard_count = 0, bucket_version = 0;
-  for (const Status& st : {str("uid", s.uid, 64), str("host", s.host), str("kernel", s.request.kernel, 64), str("dtype", dtype, 16),
-                  str("strategy", strategy, 32), str("status", status, 16), str("error", s.error, limits.max_string_bytes),
-                  str("created_at", s.created_at, 64), str("started_at", s.started_at, 64),
-                  str("finished_at", s.finished_at, 64), num("threads", threads), num("budget", s.request.budget),
-                  num("seed", seed), num("shard_index", shard_index), num("shard_count", shard_count),
-                  num("progress_total", s.progress_total), num("bucket_version", bucket_version)}) {
+  for (const Status& st :
+       {str("uid", s.uid, 64), str("host", s.host), str("kernel", s.request.kernel, 64), str("dtype", dtype, 16),
+        str("strategy", strategy, 32), str("status", status, 16), str("error", s.error, limits.max_string_bytes),
+        str("created_at", s.created_at, 64), str("started_at", s.started_at, 64), str("finished_at", s.finished_at, 64),
+        num("threads", threads), num("budget", s.request.budget), num("seed", seed), num("shard_index", shard_index),
+        num("shard_count", shard_count), num("progress_total", s.progress_total),
+        num("bucket_version", bucket_version)}) {
     if (!st) return std::unexpected(st.error());
   }
   auto d = ParseDType(dtype);
@@ -125,11 +126,14 @@ Result<store::SweepRecord> DecodeSweep(const Json& j, const Limits& limits) {
   s.status = *sts;
   if (threads < 1 || threads > 1024) return InvalidArgument("threads must be in [1, 1024]", "sweep.threads");
   s.request.threads = static_cast<int>(threads);
-  if (shard_count < 1 || shard_count > 100000) return InvalidArgument("shard_count must be in [1, 100000]", "sweep.shard_count");
-  if (shard_index < 0 || shard_index >= shard_count) return InvalidArgument("shard_index must be in [0, shard_count)", "sweep.shard_index");
+  if (shard_count < 1 || shard_count > 100000)
+    return InvalidArgument("shard_count must be in [1, 100000]", "sweep.shard_count");
+  if (shard_index < 0 || shard_index >= shard_count)
+    return InvalidArgument("shard_index must be in [0, shard_count)", "sweep.shard_index");
   s.request.shard_index = static_cast<int>(shard_index);
   s.request.shard_count = static_cast<int>(shard_count);
-  if (bucket_version < 0 || bucket_version > 1000000) return InvalidArgument("bucket_version out of range", "sweep.bucket_version");
+  if (bucket_version < 0 || bucket_version > 1000000)
+    return InvalidArgument("bucket_version out of range", "sweep.bucket_version");
   s.bucket_version = static_cast<int>(bucket_version);
   s.request.seed = static_cast<uint64_t>(seed);
   auto bs = GetNum(j, "budget_seconds", "sweep.budget_seconds");
@@ -138,7 +142,8 @@ Result<store::SweepRecord> DecodeSweep(const Json& j, const Limits& limits) {
   static const Json kNull;
   const Json& shapes = j.contains("shapes") ? j["shapes"] : kNull;
   if (!shapes.is_array() || shapes.size() > limits.max_shapes) {
-    return InvalidArgument("must be an array of at most " + std::to_string(limits.max_shapes) + " objects", "sweep.shapes");
+    return InvalidArgument("must be an array of at most " + std::to_string(limits.max_shapes) + " objects",
+                           "sweep.shapes");
   }
   for (size_t i = 0; i < shapes.size(); ++i) {
     auto dims = internal::DecodeConfigObject(shapes[i], "sweep.shapes[" + std::to_string(i) + "]");
@@ -148,9 +153,9 @@ Result<store::SweepRecord> DecodeSweep(const Json& j, const Limits& limits) {
   const Json& env = j.contains("environment") ? j["environment"] : kNull;
   if (!env.is_object()) return InvalidArgument("must be an object", "sweep.environment");
   tuner::SweepEnvironment& e = s.environment;
-  std::pair<const char*, std::string*> env_fields[] = {{"load_average", &e.load_average}, {"affinity", &e.affinity},
-                                                       {"governor", &e.governor},         {"compiler", &e.compiler},
-                                                       {"build_flags", &e.build_flags},   {"tool_version", &e.tool_version}};
+  std::pair<const char*, std::string*> env_fields[] = {
+      {"load_average", &e.load_average}, {"affinity", &e.affinity},       {"governor", &e.governor},
+      {"compiler", &e.compiler},         {"build_flags", &e.build_flags}, {"tool_version", &e.tool_version}};
   for (auto& [key, out] : env_fields) {
     auto v = GetString(env, key, std::string("sweep.environment.") + key, std::string(), 4096);
     if (!v) return std::unexpected(v.error());
@@ -188,8 +193,9 @@ Result<HardwareProfile> DecodeHardwareProfile(const Json& j) {
   auto key = GetString(j, "key", "hardware.key", std::nullopt);
   if (!key) return std::unexpected(key.error());
   if (*key != h.Key()) {
-    return InvalidArgument("key '" + server::guards::Clip(*key) + "' is not what the profile's fields make (" + h.Key() + ")",
-                           "hardware.key");
+    return InvalidArgument(
+        "key '" + server::guards::Clip(*key) + "' is not what the profile's fields make (" + h.Key() + ")",
+        "hardware.key");
   }
   return h;
 }
@@ -211,7 +217,8 @@ Result<tuner::Measurement> DecodeResultsMeasurement(const Json& j, DType dtype, 
   auto outcome_name = GetString(j, "outcome", at + ".outcome", std::nullopt, 32);
   if (!outcome_name) return std::unexpected(outcome_name.error());
   auto outcome = tuner::ParseOutcome(*outcome_name);
-  if (!outcome) return InvalidArgument("unknown outcome '" + server::guards::Clip(*outcome_name) + "'", at + ".outcome");
+  if (!outcome)
+    return InvalidArgument("unknown outcome '" + server::guards::Clip(*outcome_name) + "'", at + ".outcome");
   m.outcome = *outcome;
   auto detail = GetString(j, "detail", at + ".detail", std::nullopt, limits.max_string_bytes);
   if (!detail) return std::unexpected(detail.error());
@@ -229,11 +236,13 @@ Result<tuner::Measurement> DecodeResultsMeasurement(const Json& j, DType dtype, 
   static const Json kNull;
   const Json& samples = j.contains("samples_ns") ? j["samples_ns"] : kNull;
   if (!samples.is_array() || samples.size() > store::kMaxSamplesPerMeasurement) {
-    return InvalidArgument("must be an array of at most " + std::to_string(store::kMaxSamplesPerMeasurement) + " numbers",
-                           at + ".samples_ns");
+    return InvalidArgument(
+        "must be an array of at most " + std::to_string(store::kMaxSamplesPerMeasurement) + " numbers",
+        at + ".samples_ns");
   }
   for (const Json& x : samples) {
-    if (!x.is_number() || !std::isfinite(x.get<double>())) return InvalidArgument("must hold finite numbers", at + ".samples_ns");
+    if (!x.is_number() || !std::isfinite(x.get<double>()))
+      return InvalidArgument("must hold finite numbers", at + ".samples_ns");
     m.samples_ns.push_back(x.get<double>());
   }
   auto created = GetString(j, "created_at", at + ".created_at", std::nullopt, 64);
@@ -292,8 +301,11 @@ Json EncodeResultsBatch(const store::ResultsBatch& b) {
              {"created_at", s.created_at},
              {"started_at", s.started_at},
              {"finished_at", s.finished_at},
-             {"environment", Json{{"load_average", e.load_average}, {"affinity", e.affinity}, {"governor", e.governor},
-                                  {"compiler", e.compiler}, {"build_flags", e.build_flags},
+             {"environment", Json{{"load_average", e.load_average},
+                                  {"affinity", e.affinity},
+                                  {"governor", e.governor},
+                                  {"compiler", e.compiler},
+                                  {"build_flags", e.build_flags},
                                   {"tool_version", e.tool_version}}}};
   Json ms = Json::array();
   for (const tuner::Measurement& m : b.measurements) {
@@ -337,7 +349,8 @@ Result<store::ResultsBatch> DecodeResultsBatch(const Json& j, const Limits& limi
                            "measurements");
   }
   for (size_t i = 0; i < ms->size(); ++i) {
-    auto m = DecodeResultsMeasurement((*ms)[i], b.sweep.request.dtype, "measurements[" + std::to_string(i) + "]", limits);
+    auto m =
+        DecodeResultsMeasurement((*ms)[i], b.sweep.request.dtype, "measurements[" + std::to_string(i) + "]", limits);
     if (!m) return std::unexpected(m.error());
     b.measurements.push_back(std::move(*m));
   }
@@ -345,8 +358,8 @@ Result<store::ResultsBatch> DecodeResultsBatch(const Json& j, const Limits& limi
 }
 
 Json EncodeIngestResult(const std::string& batch_id, const store::ApplyResult& r) {
-  return Json{{"batch_id", batch_id},         {"sweep_id", r.sweep_id}, {"measurements", r.measurements},
-              {"inserted", r.inserted},       {"replayed", r.replayed}, {"winners", r.winners}};
+  return Json{{"batch_id", batch_id},   {"sweep_id", r.sweep_id}, {"measurements", r.measurements},
+              {"inserted", r.inserted}, {"replayed", r.replayed}, {"winners", r.winners}};
 }
 
 Result<store::ApplyResult> DecodeIngestResult(const Json& j) {

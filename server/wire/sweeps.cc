@@ -22,20 +22,22 @@ constexpr std::string_view kIsaLevels[] = {"avx512", "avx2", "base"};
 
 Json SweepRequestSchema() {
   using namespace schema;
-  return Object(
-      {{"kernel", Str("kernel name (GET /v1/kernels)")},
-       {"dtype", Ref("DType"), false},
-       {"shapes", Array(Map(Int()), "problem dims, one object per shape, e.g. {\"m\": 1024, \"n\": 1024, \"k\": 512}; "
-                                    "each maps to a bucket")},
-       {"threads", Int("threads the kernel runs with, 1 to 256 (default 1)"), false},
-       {"strategy", Ref("Strategy"), false},
-       {"budget", Int("evaluations per bucket, 0 to 100000; 0 = the strategy's default"), false},
-       {"budget_seconds", Num("wall-clock limit per bucket for the search in seconds; 0 = none"), false},
-       {"seed", Int("random seed (default 1)"), false},
-       {"isa", Enum(kIsaLevels, "ISA level the kernels run at, at most the CPU's own (default: the daemon's level); "
-                                "the results are filed under that level's hardware key"),
-        false}},
-      "a sweep to run");
+  return Object({{"kernel", Str("kernel name (GET /v1/kernels)")},
+                 {"dtype", Ref("DType"), false},
+                 {"shapes", Array(Map(Int()),
+                                  "problem dims, one object per shape, e.g. {\"m\": 1024, \"n\": 1024, \"k\": 512}; "
+                                  "each maps to a bucket")},
+                 {"threads", Int("threads the kernel runs with, 1 to 256 (default 1)"), false},
+                 {"strategy", Ref("Strategy"), false},
+                 {"budget", Int("evaluations per bucket, 0 to 100000; 0 = the strategy's default"), false},
+                 {"budget_seconds", Num("wall-clock limit per bucket for the search in seconds; 0 = none"), false},
+                 {"seed", Int("random seed (default 1)"), false},
+                 {"isa",
+                  Enum(kIsaLevels,
+                       "ISA level the kernels run at, at most the CPU's own (default: the daemon's level); "
+                       "the results are filed under that level's hardware key"),
+                  false}},
+                "a sweep to run");
 }
 
 }  // namespace
@@ -61,7 +63,8 @@ void AddSweepSchemas(Json& s) {
   Json required = Json::array();
   for (auto it = stored["properties"].begin(); it != stored["properties"].end(); ++it) required.push_back(it.key());
   stored["required"] = required;
-  s["CreatedSweep"] = Object({{"id", Int()}, {"status", Ref("SweepStatus")},
+  s["CreatedSweep"] = Object({{"id", Int()},
+                              {"status", Ref("SweepStatus")},
                               {"created", Bool("false for a replay of an earlier Idempotency-Key")}});
   s["Progress"] = Object({{"done", Int("measurements committed")},
                           {"total", Int("measurements planned")},
@@ -115,7 +118,8 @@ void AddSweepSchemas(Json& s) {
                                       {"log_weight", Num("what that made its weight in the transfer prior")}}),
                               "other hardware profiles a transfer search drew its prior from (GET of one sweep only)"),
                         false}},
-                      "a sweep; breakdown is present once a task of it has run here; progress has tasks and by_outcome, and eta_seconds is present, on GET /v1/sweeps/{id}");
+                      "a sweep; breakdown is present once a task of it has run here; progress has tasks and "
+                      "by_outcome, and eta_seconds is present, on GET /v1/sweeps/{id}");
   s["SweepList"] = Object({{"sweeps", Array(Ref("Sweep"))},
                            {"next_after_id", Nullable(Int("pass as after_id for the next page; null on the last"))}});
   s["Measurement"] = Object({{"id", Int()},
@@ -133,8 +137,9 @@ void AddSweepSchemas(Json& s) {
                              {"fingerprint", Nullable(Str("the kernel's fingerprint in the build that measured it; "
                                                           "null: unknown (measured before fingerprints)"))},
                              {"created_at", Str()}});
-  s["MeasurementPage"] = Object({{"measurements", Array(Ref("Measurement"))},
-                                 {"next_after_id", Nullable(Int("pass as after_id for the next page; null on the last"))}});
+  s["MeasurementPage"] =
+      Object({{"measurements", Array(Ref("Measurement"))},
+              {"next_after_id", Nullable(Int("pass as after_id for the next page; null on the last"))}});
 }
 
 }  // namespace internal
@@ -192,7 +197,9 @@ Result<tuner::SweepRequest> DecodeRequest(const Json& j, const Limits& limits, c
   auto strategy = GetString(j, "strategy", "strategy", std::string(external ? "auto" : "exhaustive"));
   if (!strategy) return std::unexpected(strategy.error());
   auto st = tuner::ParseStrategy(*strategy);
-  if (!st) return InvalidArgument("strategy must be 'exhaustive', 'random', 'anneal', 'surrogate', 'transfer' or 'auto'", "strategy");
+  if (!st)
+    return InvalidArgument("strategy must be 'exhaustive', 'random', 'anneal', 'surrogate', 'transfer' or 'auto'",
+                           "strategy");
   r.strategy = *st;
   auto budget = GetInt(j, "budget", "budget", 0);
   if (!budget) return std::unexpected(budget.error());
@@ -256,24 +263,12 @@ Json EncodeSweepRequest(const tuner::SweepRequest& r) {
 
 Json EncodeBreakdown(const tuner::SweepBreakdown& b) {
   const tuner::EvalCosts& e = b.eval;
-  return Json{{"wall_s", b.wall_s},
-              {"timed_s", e.timed_s},
-              {"efficiency", b.Efficiency()},
-              {"calibrate_s", e.calibrate_s},
-              {"retry_s", e.retry_s},
-              {"verify_s", e.verify_s},
-              {"reference_s", e.reference_s},
-              {"setup_s", e.setup_s},
-              {"spawn_s", e.spawn_s},
-              {"transport_s", e.transport_s},
-              {"lost_s", e.lost_s},
-              {"store_s", b.store_s},
-              {"search_s", b.search_s},
-              {"other_s", b.OtherS()},
-              {"decision_round_s", b.decision_s},
-              {"measured", b.measured},
-              {"worker_spawns", e.spawns},
-              {"timing_retries", e.retries}};
+  return Json{{"wall_s", b.wall_s},           {"timed_s", e.timed_s},      {"efficiency", b.Efficiency()},
+              {"calibrate_s", e.calibrate_s}, {"retry_s", e.retry_s},      {"verify_s", e.verify_s},
+              {"reference_s", e.reference_s}, {"setup_s", e.setup_s},      {"spawn_s", e.spawn_s},
+              {"transport_s", e.transport_s}, {"lost_s", e.lost_s},        {"store_s", b.store_s},
+              {"search_s", b.search_s},       {"other_s", b.OtherS()},     {"decision_round_s", b.decision_s},
+              {"measured", b.measured},       {"worker_spawns", e.spawns}, {"timing_retries", e.retries}};
 }
 
 Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress, double eta_seconds) {
@@ -299,13 +294,16 @@ Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progre
   j["started_at"] = s.started_at;
   j["finished_at"] = s.finished_at;
   const tuner::SweepEnvironment& e = s.environment;
-  j["environment"] = {{"load_average", e.load_average}, {"affinity", e.affinity}, {"governor", e.governor},
-                      {"compiler", e.compiler},         {"build_flags", e.build_flags}, {"tool_version", e.tool_version}};
+  j["environment"] = {{"load_average", e.load_average}, {"affinity", e.affinity},
+                      {"governor", e.governor},         {"compiler", e.compiler},
+                      {"build_flags", e.build_flags},   {"tool_version", e.tool_version}};
   if (s.breakdown) j["breakdown"] = EncodeBreakdown(*s.breakdown);
   if (!s.prior_profiles.empty()) {
     Json profiles = Json::array();
     for (const auto& p : s.prior_profiles) {
-      profiles.push_back({{"hardware", p.hardware_key}, {"correlation", p.correlation}, {"shared_configs", p.shared},
+      profiles.push_back({{"hardware", p.hardware_key},
+                          {"correlation", p.correlation},
+                          {"shared_configs", p.shared},
                           {"log_weight", p.log_weight}});
     }
     j["prior_profiles"] = profiles;
@@ -374,7 +372,8 @@ Result<SweepStatusView> DecodeSweepStatus(const Json& j) {
 }
 
 Result<std::vector<SweepStatusView>> DecodeSweepList(const Json& j) {
-  if (!j.is_object() || !j.contains("sweeps") || !j["sweeps"].is_array()) return InvalidArgument("'sweeps' must be an array");
+  if (!j.is_object() || !j.contains("sweeps") || !j["sweeps"].is_array())
+    return InvalidArgument("'sweeps' must be an array");
   std::vector<SweepStatusView> out;
   for (const auto& s : j["sweeps"]) {
     auto v = DecodeSweepStatus(s);

@@ -28,10 +28,17 @@ void AddTunedSchemas(Json& s) {
 }  // namespace internal
 
 Json EncodeTunedEntry(const tuner::TunedEntry& e) {
-  return Json{{"kernel", e.kernel},       {"hardware", e.hardware_key},     {"dtype", DTypeName(e.dtype)},
-              {"bucket", e.bucket},       {"bucket_version", e.bucket_version}, {"config", EncodeConfig(e.config)},
-              {"median_ns", e.median_ns}, {"samples", e.samples},           {"sweep_id", e.sweep_id},
-              {"measurement_id", e.measurement_id}, {"measured_at", e.measured_at},
+  return Json{{"kernel", e.kernel},
+              {"hardware", e.hardware_key},
+              {"dtype", DTypeName(e.dtype)},
+              {"bucket", e.bucket},
+              {"bucket_version", e.bucket_version},
+              {"config", EncodeConfig(e.config)},
+              {"median_ns", e.median_ns},
+              {"samples", e.samples},
+              {"sweep_id", e.sweep_id},
+              {"measurement_id", e.measurement_id},
+              {"measured_at", e.measured_at},
               {"fingerprint", e.fingerprint.empty() ? Json(nullptr) : Json(e.fingerprint)}};
 }
 
@@ -42,14 +49,16 @@ Json EncodeTunedList(const std::vector<tuner::TunedEntry>& rows) {
 }
 
 Result<std::vector<tuner::TunedEntry>> DecodeTunedList(const Json& j) {
-  if (!j.is_object() || !j.contains("entries") || !j["entries"].is_array()) return InvalidArgument("'entries' must be an array");
+  if (!j.is_object() || !j.contains("entries") || !j["entries"].is_array())
+    return InvalidArgument("'entries' must be an array");
   std::vector<tuner::TunedEntry> out;
   for (const auto& r : j["entries"]) {
     if (!r.is_object()) return InvalidArgument("entry must be an object");
     tuner::TunedEntry e;
     e.kernel = internal::GetString(r, "kernel", "kernel", std::string()).value_or("");
     e.hardware_key = internal::GetString(r, "hardware", "hardware", std::string()).value_or("");
-    e.dtype = ParseDType(internal::GetString(r, "dtype", "dtype", std::string("f32")).value_or("f32")).value_or(DType::kF32);
+    e.dtype =
+        ParseDType(internal::GetString(r, "dtype", "dtype", std::string("f32")).value_or("f32")).value_or(DType::kF32);
     e.bucket = internal::GetString(r, "bucket", "bucket", std::string()).value_or("");
     if (auto c = r.find("config"); c != r.end()) {
       auto cfg = internal::DecodeConfigObject(*c, "config");

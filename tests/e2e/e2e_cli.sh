@@ -138,7 +138,9 @@ expect_rc 0 "$bt" backup --json "${s[@]}"
 backup=$(sed -n 's/.*"path":"\([^"]*\)".*/\1/p' "$work/out")
 [[ $(sqlite3 "$backup" "PRAGMA integrity_check") == ok ]]
 # The first sweep and the one --from-misses queued, 2 measurements each.
-[[ $(sqlite3 "$backup" "SELECT COUNT(*) FROM measurements") == 4 ]]
+[[ $(sqlite3 "$backup" "SELECT COUNT(*) FROM measurements") == 4 ]] || {
+  echo "FAIL: the backup holds other measurements than the two sweeps' 2 each:"
+  sqlite3 "$backup" "SELECT id, sweep_id, bucket, config, outcome FROM measurements"; exit 1; }
 expect_rc 0 "$bt" backup --db "$work/db/blocktune.db" --out "$work/copy.db"
 [[ $(sqlite3 "$work/copy.db" "PRAGMA integrity_check") == ok ]]
 

@@ -34,12 +34,13 @@ std::string Spec(const std::string& name, const std::string& script, bool persis
     "parameters": [{"name": "bx", "values": [1, 3, 6, 12, 24]},
                    {"name": "by", "values": [8, 2, 4]},
                    {"name": "flag", "values": [0, 1], "categorical": true}],
-    "restrictions": )" + restrictions + R"(,
+    "restrictions": )" +
+                  restrictions + R"(,
     "dims": [{"name": "n", "rounding": "pow2_ceil", "max": 4096}, {"name": "batch", "rounding": "exact", "min": 1, "max": 8}],
     "dtypes": ["f32"],
     "default": {"bx": 3, "by": 4},
-    "runner": {"command": ["/bin/sh", "-c", )" + nlohmann_quote(script) + R"(], "persistent": )" +
-                  (persistent ? "true" : "false") +
+    "runner": {"command": ["/bin/sh", "-c", )" +
+                  nlohmann_quote(script) + R"(], "persistent": )" + (persistent ? "true" : "false") +
                   (timeout_s > 0 ? ", \"timeout_s\": " + std::to_string(timeout_s) : std::string()) + R"(},
     "flops": "2 * n * batch"})";
   return s;
@@ -245,7 +246,8 @@ TEST_F(RunnerTest, MeasuredConfigIsOkWithSamples) {
   const Measurement bad = Run(e, spec, "bx=24,by=8,flag=0");
   EXPECT_EQ(bad.outcome, Outcome::kInvalid);
   EXPECT_NE(bad.detail.find("restriction"), std::string::npos);
-  const auto inter = e.MeasureInterleaved(Request(spec), {*NamedInts::Parse("bx=3,by=4,flag=0"), *NamedInts::Parse("bx=1,by=2,flag=1")});
+  const auto inter = e.MeasureInterleaved(
+      Request(spec), {*NamedInts::Parse("bx=3,by=4,flag=0"), *NamedInts::Parse("bx=1,by=2,flag=1")});
   ASSERT_EQ(inter.size(), 2u);
   for (const auto& m : inter) {
     EXPECT_EQ(m.outcome, Outcome::kOk) << m.detail;
@@ -255,8 +257,9 @@ TEST_F(RunnerTest, MeasuredConfigIsOkWithSamples) {
 
 TEST_F(RunnerTest, PerConfigRunnerGetsOneRequestAndEof) {
   // Answers once per line, then exits at EOF; a second line in the same process would fail.
-  const KernelSpec& spec = Make("ext_once", R"(read -r line || exit 9; echo '{"times_ms": [1.5]}' >&3; if read -r more; then exit 7; fi)",
-                                /*persistent=*/false);
+  const KernelSpec& spec =
+      Make("ext_once", R"(read -r line || exit 9; echo '{"times_ms": [1.5]}' >&3; if read -r more; then exit 7; fi)",
+           /*persistent=*/false);
   tuner::InProcessEvaluator e;
   for (int i = 0; i < 2; ++i) {
     const Measurement m = Run(e, spec);
@@ -296,11 +299,13 @@ TEST_F(RunnerTest, CrashHangAndGarbageInProcess) {
   EXPECT_EQ(exits.outcome, Outcome::kCrashed) << exits.detail;
   EXPECT_NE(exits.detail.find("exited with status 3"), std::string::npos) << exits.detail;
 
-  const Measurement garbage = Run(e, Make("ext_garbage", R"(while read -r line; do echo 'this is not json {' >&3; done)"));
+  const Measurement garbage =
+      Run(e, Make("ext_garbage", R"(while read -r line; do echo 'this is not json {' >&3; done)"));
   EXPECT_EQ(garbage.outcome, Outcome::kWorkerLost) << garbage.detail;
   EXPECT_NE(garbage.detail.find("runner protocol error"), std::string::npos) << garbage.detail;
 
-  const Measurement wrong_shape = Run(e, Make("ext_shape", R"(while read -r line; do echo '{"times_ms": "fast"}' >&3; done)"));
+  const Measurement wrong_shape =
+      Run(e, Make("ext_shape", R"(while read -r line; do echo '{"times_ms": "fast"}' >&3; done)"));
   EXPECT_EQ(wrong_shape.outcome, Outcome::kWorkerLost) << wrong_shape.detail;
 
   // Silence: the runner reads and says nothing. The timeout counts from the request (the
@@ -405,7 +410,8 @@ TEST_F(RunnerTest, WhatARunnerStartedDiesWithItThroughWorkerProcesses) {
       {"wf_exit", "sleep 31.75 & read -r line; exit 3", Outcome::kCrashed, "31.75"},
       {"wf_hang", "sleep 31.76 & read -r line; exec sleep 1000", Outcome::kTimeout, "31.76"},
   };
-  for (const auto& c : cases) std::ofstream(dir.File(std::string(c.name) + ".json")) << Spec(c.name, c.script, true, 0.5);
+  for (const auto& c : cases)
+    std::ofstream(dir.File(std::string(c.name) + ".json")) << Spec(c.name, c.script, true, 0.5);
   tuner::WorkerOptions options;
   auto path = tuner::LocateWorker("");
   ASSERT_TRUE(path) << path.error().message;

@@ -65,7 +65,8 @@ TEST(Import, KernelTunerErrorFieldAndTruncatedCache) {
   EXPECT_NE(set->warnings[0].find("truncated"), std::string::npos);
   ASSERT_EQ(set->records.size(), 7u);  // the 8th entry is cut off mid-array
   auto by = ByConfig(*set);
-  EXPECT_EQ(by["block_size_x=16,block_size_y=4,tile_size_x=2"]->outcome, Outcome::kCompileFailed);  // __error__ wins over time 1e20
+  EXPECT_EQ(by["block_size_x=16,block_size_y=4,tile_size_x=2"]->outcome,
+            Outcome::kCompileFailed);  // __error__ wins over time 1e20
   EXPECT_EQ(by["block_size_x=16,block_size_y=8,tile_size_x=2"]->outcome, Outcome::kRuntimeFailed);
   EXPECT_EQ(by["block_size_x=32,block_size_y=8,tile_size_x=1"]->outcome, Outcome::kInvalid);
   EXPECT_EQ(by["block_size_x=32,block_size_y=4,tile_size_x=2"]->samples_ns.size(), 4u);
@@ -101,7 +102,8 @@ TEST(Import, CLBlastTunerFile) {
   ASSERT_EQ(set->params.size(), 16u);
   for (const auto& p : set->params) EXPECT_NE(p.name, "PRECISION");
   ASSERT_EQ(set->records.size(), 6u);  // every record in the file
-  const std::string best = "GEMMK=0,KREG=1,KWG=16,KWI=2,MDIMA=8,MDIMC=8,MWG=64,NDIMB=8,NDIMC=8,NWG=64,SA=0,SB=0,STRM=0,STRN=0,VWM=4,VWN=2";
+  const std::string best =
+      "GEMMK=0,KREG=1,KWG=16,KWI=2,MDIMA=8,MDIMC=8,MWG=64,NDIMB=8,NDIMC=8,NWG=64,SA=0,SB=0,STRM=0,STRN=0,VWM=4,VWN=2";
   auto by = ByConfig(*set);
   ASSERT_TRUE(by.count(best));
   EXPECT_EQ(by[best]->outcome, Outcome::kOk);
@@ -145,7 +147,8 @@ TEST(Import, CLBlastBadFilesNameTheField) {
       {R"({"kernel_family": "xgemm_1", "precision": "32"})", "results"},
       {R"({"precision": "32", "results": []})", "kernel_family"},
       {R"({"kernel_family": "xgemm_1", "precision": "8", "results": []})", "precision"},
-      {R"({"kernel_family": "xgemm_1", "precision": "32", "arg_m": "-4", "results": [{"parameters": {"MWG": 16}, "time": 1}]})", "arg_m"},
+      {R"({"kernel_family": "xgemm_1", "precision": "32", "arg_m": "-4", "results": [{"parameters": {"MWG": 16}, "time": 1}]})",
+       "arg_m"},
       {R"({"kernel_family": "xgemm_1", "precision": "32", "results": [{"time": 1}]})", "results"},
       {"not json", "results"},
   };

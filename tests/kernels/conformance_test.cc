@@ -15,8 +15,8 @@
 #include <string_view>
 #include <vector>
 
-#include "kernels/core/kernel_spec.h"
 #include "codegen/codegen.h"
+#include "kernels/core/kernel_spec.h"
 #include "tests/common/kernels.h"
 #include "tuner/evaluator.h"
 
@@ -167,7 +167,8 @@ TEST_P(KernelContract, DefaultValidatesOnEveryIsaTheHostRuns) {
     }
   }
   EXPECT_GE(levels, 1) << "every host runs base";
-  const Status host = spec().ValidateConfig(spec().DefaultConfig(), TypicalProblem(spec(), DType::kF32), HostHardware());
+  const Status host =
+      spec().ValidateConfig(spec().DefaultConfig(), TypicalProblem(spec(), DType::kF32), HostHardware());
   EXPECT_TRUE(host.has_value()) << host.error().ToString();
 }
 
@@ -230,7 +231,8 @@ TEST_P(KernelContract, ConfigsPassTheVerifiersMemoryChecks) {
   constexpr size_t kConfigs = 12;  // evenly spread over the valid space: first and last included
   for (DType dtype : spec().dtypes()) {
     const Problem bucket = TypicalProblem(spec(), dtype);
-    const WatchedMemory w = spec().MakeInstance(spec().VerificationProblem(spec().DefaultConfig(), bucket), 1)->Watched();
+    const WatchedMemory w =
+        spec().MakeInstance(spec().VerificationProblem(spec().DefaultConfig(), bucket), 1)->Watched();
     EXPECT_FALSE(w.inputs.empty()) << "no inputs declared: the verifier cannot see a kernel write them";
     EXPECT_FALSE(w.output_guards.empty()) << "no output guards declared: writes past the end go unseen";
     const auto valid = HostValidConfigs(spec(), bucket);
@@ -369,8 +371,8 @@ TEST_P(TunedRow, ValidatesAndVerifies) {
   const VerifyReport r = inst->Verify();
   ASSERT_TRUE(r.ok) << row.config.ToString() << ": " << Describe(r);
   if (!host_runs_row_isa) {
-    GTEST_SKIP() << "verified on this host's " << host.cpu.isa << " path only: the row's " << tuned_on.isa
-                 << " path (" << row.hardware_key << ") cannot run here";
+    GTEST_SKIP() << "verified on this host's " << host.cpu.isa << " path only: the row's " << tuned_on.isa << " path ("
+                 << row.hardware_key << ") cannot run here";
   }
 }
 

@@ -296,7 +296,7 @@ TEST(DType, NamesAndBF16RoundTrip) {
   EXPECT_EQ(DTypeBytes(DType::kF32), 4);
   for (float f : {0.0f, 1.0f, -2.5f, 3.140625f, 1e30f, -1e-30f}) {
     const float once = BF16ToFloat(FloatToBF16(f));
-    EXPECT_EQ(BF16ToFloat(FloatToBF16(once)), once);  // bf16 values round-trip exactly
+    EXPECT_EQ(BF16ToFloat(FloatToBF16(once)), once);              // bf16 values round-trip exactly
     EXPECT_LE(std::fabs(once - f), std::fabs(f) * (1.0f / 256));  // 8-bit mantissa
   }
   EXPECT_EQ(BF16ToFloat(FloatToBF16(1.0f)), 1.0f);

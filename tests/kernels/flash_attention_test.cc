@@ -257,10 +257,10 @@ TEST(FlashAttention, FullyMaskedRowsAreZeroWithMinusInfLse) {
 TEST(FlashAttention, EmptyDimsAndEmptyKeys) {
   const Inputs none(MakeShape(1, 1, 1, 0, 0, 8, false), DType::kF32, 6);
   float sentinel = 9;
-  EXPECT_TRUE(FlashAttention({64, 128}, MakeShape(0, 4, 2, 5, 5, 8, false), none.q.data(), none.k.data(),
-                             none.v.data(), &sentinel, &sentinel, 2));
-  EXPECT_TRUE(FlashAttention({64, 128}, MakeShape(1, 1, 1, 0, 5, 8, false), none.q.data(), none.k.data(),
-                             none.v.data(), &sentinel, &sentinel, 2));
+  EXPECT_TRUE(FlashAttention({64, 128}, MakeShape(0, 4, 2, 5, 5, 8, false), none.q.data(), none.k.data(), none.v.data(),
+                             &sentinel, &sentinel, 2));
+  EXPECT_TRUE(FlashAttention({64, 128}, MakeShape(1, 1, 1, 0, 5, 8, false), none.q.data(), none.k.data(), none.v.data(),
+                             &sentinel, &sentinel, 2));
   EXPECT_EQ(sentinel, 9);
   // seq_kv = 0: every query sees no key.
   const FlashAttentionShape s = MakeShape(1, 1, 1, 3, 0, 8, false);
@@ -287,12 +287,11 @@ TEST(FlashAttention, InvalidCallsReturnErrorsWithoutWriting) {
   auto st = FlashAttention({64, 128}, s, x.data(), x.data(), x.data(), o.data(), nullptr, 1);
   ASSERT_FALSE(st.has_value());
   EXPECT_EQ(st.error().path, "shape.kv_heads");
-  st = FlashAttention({0, 128}, MakeShape(1, 1, 1, 8, 8, 8, false), x.data(), x.data(), x.data(), o.data(), nullptr,
-                      1);
+  st = FlashAttention({0, 128}, MakeShape(1, 1, 1, 8, 8, 8, false), x.data(), x.data(), x.data(), o.data(), nullptr, 1);
   ASSERT_FALSE(st.has_value());
   EXPECT_EQ(st.error().path, "config.block_q");
-  st = FlashAttention({64, 128}, MakeShape(1, 1, 1, 8, 8, 8, false), x.data(), x.data(), x.data(), o.data(), nullptr,
-                      0);
+  st =
+      FlashAttention({64, 128}, MakeShape(1, 1, 1, 8, 8, 8, false), x.data(), x.data(), x.data(), o.data(), nullptr, 0);
   ASSERT_FALSE(st.has_value());
   EXPECT_EQ(st.error().path, "threads");
   for (float y : o) EXPECT_EQ(y, 5.0f);
@@ -312,9 +311,9 @@ TEST(FlashAttentionValidate, RejectsWithPath) {
   const Rejection cases[] = {
       {{0, 128}, ok, "config.block_q"},
       {{64, -16}, ok, "config.block_kv"},
-      {{40, 128}, ok, "config.block_q"},     // not a multiple of 16
-      {{64, 100}, ok, "config.block_kv"},    // not a multiple of 16
-      {{8192, 128}, ok, "config.block_q"},   // absurd
+      {{40, 128}, ok, "config.block_q"},    // not a multiple of 16
+      {{64, 100}, ok, "config.block_kv"},   // not a multiple of 16
+      {{8192, 128}, ok, "config.block_q"},  // absurd
       {{64, int64_t{1} << 40}, ok, "config.block_kv"},
       {{64, 128}, MakeShape(1, 8, 3, 128, 128, 64, true), "shape.kv_heads"},
       {{64, 128}, MakeShape(1, 8, 0, 128, 128, 64, true), "shape.kv_heads"},
@@ -390,9 +389,14 @@ TEST(FlashAttention, ScratchIsLinearAndFarBelowTheScoreMatrix) {
 
 Problem MakeProblem(int64_t b, int64_t h, int64_t kvh, int64_t sq, int64_t skv, int64_t d, int64_t causal,
                     DType dtype = DType::kF32) {
-  return test::MakeProblem(
-      {{"batch", b}, {"heads", h}, {"kv_heads", kvh}, {"seq_q", sq}, {"seq_kv", skv}, {"head_dim", d}, {"causal", causal}},
-      dtype);
+  return test::MakeProblem({{"batch", b},
+                            {"heads", h},
+                            {"kv_heads", kvh},
+                            {"seq_q", sq},
+                            {"seq_kv", skv},
+                            {"head_dim", d},
+                            {"causal", causal}},
+                           dtype);
 }
 
 TEST(FlashAttentionSpec, Declarations) {

@@ -77,8 +77,8 @@ struct Outputs {
 
 Outputs Reference(const Shape& s, const Data& d, float z) {
   Outputs r(s);
-  FusedCrossEntropyReference(s, d.x.data(), d.w.data(), d.labels.data(), z, r.loss.data(), r.lse.data(),
-                             d.dloss.data(), r.dx.data(), r.dw.data(), &r.dx_mass, &r.dw_mass);
+  FusedCrossEntropyReference(s, d.x.data(), d.w.data(), d.labels.data(), z, r.loss.data(), r.lse.data(), d.dloss.data(),
+                             r.dx.data(), r.dw.data(), &r.dx_mass, &r.dw_mass);
   return r;
 }
 
@@ -197,7 +197,8 @@ double TotalLoss(const Shape& s, const std::vector<double>& x, const std::vector
   for (int64_t b = 0; b < s.b; ++b) {
     std::vector<double> row(static_cast<size_t>(s.v), 0.0);
     for (int64_t v = 0; v < s.v; ++v) {
-      for (int64_t h = 0; h < s.h; ++h) row[static_cast<size_t>(v)] += x[static_cast<size_t>(b * s.h + h)] * w[static_cast<size_t>(h * s.v + v)];
+      for (int64_t h = 0; h < s.h; ++h)
+        row[static_cast<size_t>(v)] += x[static_cast<size_t>(b * s.h + h)] * w[static_cast<size_t>(h * s.v + v)];
     }
     double m = row[0];
     for (double r : row) m = std::max(m, r);
@@ -325,8 +326,8 @@ TEST(FusedCrossEntropy, AllRowsIgnoredGivesZeroLossAndGradients) {
   Outputs out(s);
   const auto in = d.Inputs(1e-3f);
   ASSERT_TRUE(FusedCrossEntropyForward({12, 16, 32}, s, in, out.loss.data(), out.lse.data(), 3));
-  ASSERT_TRUE(FusedCrossEntropyBackward({12, 16, 32}, s, in, out.lse.data(), d.dloss.data(), out.dx.data(),
-                                        out.dw.data(), 3));
+  ASSERT_TRUE(
+      FusedCrossEntropyBackward({12, 16, 32}, s, in, out.lse.data(), d.dloss.data(), out.dx.data(), out.dw.data(), 3));
   for (float f : out.loss) EXPECT_EQ(f, 0.0f);
   for (float f : out.lse) EXPECT_TRUE(std::isfinite(f));
   for (float f : out.dx) EXPECT_EQ(f, 0.0f);
@@ -340,8 +341,8 @@ TEST(FusedCrossEntropy, RepeatedCallsAreDeterministic) {
   Outputs a(s), b(s);
   for (Outputs* o : {&a, &b}) {
     ASSERT_TRUE(FusedCrossEntropyForward({24, 32, 64}, s, in, o->loss.data(), o->lse.data(), 2));
-    ASSERT_TRUE(FusedCrossEntropyBackward({24, 32, 64}, s, in, o->lse.data(), d.dloss.data(), o->dx.data(),
-                                          o->dw.data(), 2));
+    ASSERT_TRUE(
+        FusedCrossEntropyBackward({24, 32, 64}, s, in, o->lse.data(), d.dloss.data(), o->dx.data(), o->dw.data(), 2));
   }
   EXPECT_EQ(a.loss, b.loss);
   EXPECT_EQ(a.dx, b.dx);
@@ -364,8 +365,8 @@ TEST(FusedCrossEntropy, BadCallsAreErrors) {
                                  out.dw.data(), 1);
   ASSERT_FALSE(st.has_value());
   EXPECT_EQ(st.error().path, "config.block_b");
-  EXPECT_FALSE(FusedCrossEntropyForwardWithIsa("sse9", {12, 16, 32}, s, d.Inputs(0), out.loss.data(),
-                                               out.lse.data(), 1));
+  EXPECT_FALSE(
+      FusedCrossEntropyForwardWithIsa("sse9", {12, 16, 32}, s, d.Inputs(0), out.loss.data(), out.lse.data(), 1));
 }
 
 TEST(FusedCrossEntropy, ScratchIsFarBelowTheUnfusedBuffer) {
@@ -396,8 +397,8 @@ TEST(FusedCrossEntropyValidate, RejectsWithPath) {
       {"base", {192, 256, 40}, {8, 8, 8}, "config.block_v"},     // not a multiple of 16
       {"avx512", {192, 100, 512}, {8, 8, 8}, "config.block_h"},  // not a multiple of 16
       {"avx512", {192, 256, int64_t{1} << 30}, {8, 8, 8}, "config.block_v"},
-      {"avx512", {3072, 256, 2048}, {4096, 64, 8192}, "config.block_v"},        // 24 MiB tile
-      {"avx512", {192, 256, 65536}, {256, 16384, 65536}, "config.block_v"},     // 8 GiB of w panels
+      {"avx512", {3072, 256, 2048}, {4096, 64, 8192}, "config.block_v"},     // 24 MiB tile
+      {"avx512", {192, 256, 65536}, {256, 16384, 65536}, "config.block_v"},  // 8 GiB of w panels
       {"avx512", {192, 256, 512}, {-1, 8, 8}, "shape.b"},
       {"avx512", {192, 256, 512}, {8, 0, 8}, "shape.h"},
       {"avx512", {192, 256, 512}, {8, 8, 0}, "shape.v"},

@@ -60,8 +60,7 @@ std::string CaseName(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
   return c.isa + "_" + std::string(DTypeName(c.dtype)) + "_" + c.layout.name + "_m" + std::to_string(c.layout.m) +
          "_k" + std::to_string(c.layout.k) + "_n" + std::to_string(c.layout.n) + "_tm" + std::to_string(c.bs.tile_m) +
-         "_tk" + std::to_string(c.bs.tile_k) + "_tn" + std::to_string(c.bs.tile_n) + "_t" +
-         std::to_string(c.threads);
+         "_tk" + std::to_string(c.bs.tile_k) + "_tn" + std::to_string(c.bs.tile_n) + "_t" + std::to_string(c.threads);
 }
 
 std::vector<Case> AllCases() {
@@ -108,11 +107,10 @@ TEST_P(GroupedMatmulVsReference, MatchesReference) {
   const Data d = MakeData(c.layout, c.dtype);
   // NaN-filled output: an element the kernel forgets (including the zeroed tail) fails.
   std::vector<float> out(d.ref.size(), std::numeric_limits<float>::quiet_NaN());
-  const auto s = c.dtype == DType::kBF16
-                     ? GroupedMatmulWithIsa(c.isa, c.bs, d.shape, c.layout.sizes.data(), d.lhs16.data(),
-                                            d.rhs16.data(), out.data(), c.threads)
-                     : GroupedMatmulWithIsa(c.isa, c.bs, d.shape, c.layout.sizes.data(), d.lhs.data(), d.rhs.data(),
-                                            out.data(), c.threads);
+  const auto s = c.dtype == DType::kBF16 ? GroupedMatmulWithIsa(c.isa, c.bs, d.shape, c.layout.sizes.data(),
+                                                                d.lhs16.data(), d.rhs16.data(), out.data(), c.threads)
+                                         : GroupedMatmulWithIsa(c.isa, c.bs, d.shape, c.layout.sizes.data(),
+                                                                d.lhs.data(), d.rhs.data(), out.data(), c.threads);
   ASSERT_TRUE(s.has_value()) << s.error().ToString();
   const VerifyReport r =
       Compare(out.data(), d.ref.data(), static_cast<int64_t>(out.size()), GroupedMatmulTolerance(d.shape.k));
@@ -168,11 +166,11 @@ TEST(GroupedMatmulValidate, RejectsWithPath) {
       {"avx512", {0, 256, 512}, {8, 8, 8, 1}, "config.tile_m"},
       {"avx512", {96, -1, 512}, {8, 8, 8, 1}, "config.tile_k"},
       {"avx512", {96, 256, 0}, {8, 8, 8, 1}, "config.tile_n"},
-      {"avx512", {50, 256, 512}, {8, 8, 8, 1}, "config.tile_m"},   // not a multiple of 12
-      {"avx512", {96, 256, 48}, {8, 8, 8, 1}, "config.tile_n"},    // not a multiple of 32
-      {"avx2", {8, 256, 512}, {8, 8, 8, 1}, "config.tile_m"},      // not a multiple of 6
-      {"base", {96, 256, 40}, {8, 8, 8, 1}, "config.tile_n"},      // not a multiple of 16
-      {"avx512", {96, 1024, 32768}, {8, 8, 8, 1}, "config.tile_n"},  // 128 MiB B panel
+      {"avx512", {50, 256, 512}, {8, 8, 8, 1}, "config.tile_m"},      // not a multiple of 12
+      {"avx512", {96, 256, 48}, {8, 8, 8, 1}, "config.tile_n"},       // not a multiple of 32
+      {"avx2", {8, 256, 512}, {8, 8, 8, 1}, "config.tile_m"},         // not a multiple of 6
+      {"base", {96, 256, 40}, {8, 8, 8, 1}, "config.tile_n"},         // not a multiple of 16
+      {"avx512", {96, 1024, 32768}, {8, 8, 8, 1}, "config.tile_n"},   // 128 MiB B panel
       {"avx512", {65532, 1024, 512}, {8, 8, 8, 1}, "config.tile_m"},  // 256 MiB A block
       {"avx512", {96, int64_t{1} << 40, 512}, {8, 8, 8, 1}, "config.tile_k"},
       {"avx512", {96, 256, 512}, {-1, 8, 8, 1}, "shape.m"},
@@ -343,8 +341,8 @@ TEST(GroupedMatmulSpec, VerificationProblemHasFullTilesAndRemainders) {
   EXPECT_TRUE(spec.ValidateProblem(p).has_value());
   // The Zipf head group is larger than one tile_m for every tile_m candidate.
   for (int64_t tm : {24, 48, 96, 192}) {
-    const Problem q = spec.VerificationProblem(ToConfig(GroupedMatmulBlockSizes{tm, 128, 256}),
-                                               MakeProblem(4096, 4096, 4096, 64));
+    const Problem q =
+        spec.VerificationProblem(ToConfig(GroupedMatmulBlockSizes{tm, 128, 256}), MakeProblem(4096, 4096, 4096, 64));
     const auto sizes = GroupedMatmulSkewedGroupSizes(q.Dim("m"), q.Dim("groups"), 1);
     EXPECT_GT(*std::max_element(sizes.begin(), sizes.end()), tm);
   }

@@ -106,7 +106,7 @@ void ForcedProcessRunsBase() {
   if (HostHardware().cpu.isa != "base") std::exit(11);
   if (std::string(kernels::MatmulIsa()) != "portable") std::exit(12);
   if (HardwareProfile::Detect(2).Key().find(".base.") == std::string::npos) std::exit(13);
-  if (HostCanRun("avx2")) std::exit(14);  // the process now acts as a base-level host
+  if (HostCanRun("avx2")) std::exit(14);              // the process now acts as a base-level host
   const char* env = std::getenv(tables::kIsaEnvVar);  // what worker processes inherit
   if (env == nullptr || std::string(env) != "base") std::exit(15);
   // Kernels ran at base; asking for another level now is refused, not silently ignored.
@@ -142,11 +142,10 @@ TEST(IsaLevel, SkinnyNMatmulAgreesWithReferenceOnEveryLevel) {
           std::vector<float> out(ref.size(), std::nanf(""));
           ASSERT_TRUE(kernels::MatmulWithIsa(isa, bs, shape, a.data(), b.data(), out.data(), threads).has_value())
               << isa;
-          const VerifyReport r = Compare(out.data(), ref.data(), static_cast<int64_t>(out.size()),
-                                         Tolerance{1e-5 * double(cs.k), 1e-4});
+          const VerifyReport r =
+              Compare(out.data(), ref.data(), static_cast<int64_t>(out.size()), Tolerance{1e-5 * double(cs.k), 1e-4});
           EXPECT_TRUE(r.ok) << isa << " " << cs.m << "x" << cs.n << "x" << cs.k << " bm" << bs.block_m << " bn"
-                            << bs.block_n << " bk" << bs.block_k << " t" << threads << " max_rel "
-                            << r.max_rel_err;
+                            << bs.block_n << " bk" << bs.block_k << " t" << threads << " max_rel " << r.max_rel_err;
         }
       }
     }

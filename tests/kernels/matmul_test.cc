@@ -30,23 +30,39 @@ struct MatmulCase {
 
 std::string CaseName(const testing::TestParamInfo<MatmulCase>& info) {
   const MatmulCase& c = info.param;
-  return c.isa + "_" + std::string(DTypeName(c.dtype)) + "_m" + std::to_string(c.shape.m) + "_n" + std::to_string(c.shape.n) + "_k" +
-         std::to_string(c.shape.k) + "_bm" + std::to_string(c.bs.block_m) + "_bn" + std::to_string(c.bs.block_n) +
-         "_bk" + std::to_string(c.bs.block_k) + "_t" + std::to_string(c.threads);
+  return c.isa + "_" + std::string(DTypeName(c.dtype)) + "_m" + std::to_string(c.shape.m) + "_n" +
+         std::to_string(c.shape.n) + "_k" + std::to_string(c.shape.k) + "_bm" + std::to_string(c.bs.block_m) + "_bn" +
+         std::to_string(c.bs.block_n) + "_bk" + std::to_string(c.bs.block_k) + "_t" + std::to_string(c.threads);
 }
 
 std::vector<MatmulCase> AllCases() {
   // Shapes: empty dims, 1s, exact tiles, one past a tile, primes, larger than the default block.
-  const MatmulShape shapes[] = {{0, 5, 7},    {5, 0, 7},     {5, 7, 0},     {1, 1, 1},    {1, 33, 1},
-                                {13, 1, 17},  {12, 32, 16},  {13, 33, 17},  {37, 129, 263}, {100, 200, 300},
-                                {25, 65, 129}, {97, 513, 257}, {2, 700, 40}, {300, 17, 40},
+  const MatmulShape shapes[] = {{0, 5, 7},
+                                {5, 0, 7},
+                                {5, 7, 0},
+                                {1, 1, 1},
+                                {1, 33, 1},
+                                {13, 1, 17},
+                                {12, 32, 16},
+                                {13, 33, 17},
+                                {37, 129, 263},
+                                {100, 200, 300},
+                                {25, 65, 129},
+                                {97, 513, 257},
+                                {2, 700, 40},
+                                {300, 17, 40},
                                 // Skinny m (at most 64 rows per thread, n above 64): the first row
                                 // tile streams B and packs it (one row tile: B read in place only),
                                 // with n off the tile and k remainders; 64 x 515 x 257 splits at 2-3
                                 // threads.
-                                {1, 100, 37}, {5, 333, 300}, {31, 1000, 129}, {64, 515, 257}, {64, 97, 1030},
+                                {1, 100, 37},
+                                {5, 333, 300},
+                                {31, 1000, 129},
+                                {64, 515, 257},
+                                {64, 97, 1030},
                                 // Row splits of more than 64 rows per thread at 2-3 threads.
-                                {260, 100, 300}, {390, 129, 70}};
+                                {260, 100, 300},
+                                {390, 129, 70}};
   // Block sizes: the smallest legal (many blocks, k blocks of 16), a middling one, the default.
   const MatmulBlockSizes blocks[] = {{12, 32, 16}, {24, 64, 40}, {96, 512, 256}};
   std::vector<MatmulCase> out;
@@ -103,8 +119,8 @@ TEST(Matmul, HostPathMatchesReferenceAndReportsIsa) {
 }
 
 TEST(Matmul, ReferenceSmallExact) {
-  const float a[] = {1, 2, 3, 4, 5, 6};        // 2x3
-  const float b[] = {7, 8, 9, 10, 11, 12};     // 3x2
+  const float a[] = {1, 2, 3, 4, 5, 6};     // 2x3
+  const float b[] = {7, 8, 9, 10, 11, 12};  // 3x2
   float c[4] = {};
   MatmulReference({2, 2, 3}, a, b, c);
   EXPECT_EQ(c[0], 58);
@@ -156,11 +172,11 @@ TEST(MatmulValidate, RejectsWithPath) {
       {"avx512", {0, 512, 256}, {8, 8, 8}, "config.block_m"},
       {"avx512", {96, -32, 256}, {8, 8, 8}, "config.block_n"},
       {"avx512", {96, 512, 0}, {8, 8, 8}, "config.block_k"},
-      {"avx512", {50, 512, 256}, {8, 8, 8}, "config.block_m"},   // not a multiple of 12
-      {"avx512", {96, 48, 256}, {8, 8, 8}, "config.block_n"},    // not a multiple of 32
-      {"avx2", {8, 512, 256}, {8, 8, 8}, "config.block_m"},      // not a multiple of 6
-      {"base", {96, 40, 256}, {8, 8, 8}, "config.block_n"},      // not a multiple of 16
-      {"avx512", {96, 32768, 1024}, {8, 8, 8}, "config.block_n"},  // 128 MiB B panel
+      {"avx512", {50, 512, 256}, {8, 8, 8}, "config.block_m"},      // not a multiple of 12
+      {"avx512", {96, 48, 256}, {8, 8, 8}, "config.block_n"},       // not a multiple of 32
+      {"avx2", {8, 512, 256}, {8, 8, 8}, "config.block_m"},         // not a multiple of 6
+      {"base", {96, 40, 256}, {8, 8, 8}, "config.block_n"},         // not a multiple of 16
+      {"avx512", {96, 32768, 1024}, {8, 8, 8}, "config.block_n"},   // 128 MiB B panel
       {"avx512", {65532, 512, 1024}, {8, 8, 8}, "config.block_m"},  // 256 MiB A panel
       {"avx512", {96, 512, int64_t{1} << 40}, {8, 8, 8}, "config.block_k"},
       {"avx512", {96, 512, 256}, {-1, 8, 8}, "shape.m"},

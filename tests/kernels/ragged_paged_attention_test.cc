@@ -35,15 +35,15 @@ struct BatchShape {
 
 const std::vector<BatchShape>& Shapes() {
   static const std::vector<BatchShape> kShapes = {
-      {"single_page", {5}, {5}, 8, 2, 1, 16},                          // one page, partial, full triangle
-      {"decode", {37, 1, 64, 100}, {1, 1, 1, 1}, 16, 4, 2, 32},        // decode only, kv 1, exact pages
-      {"prefill_full", {40, 23}, {40, 23}, 8, 4, 2, 32},               // q_len == kv_len
+      {"single_page", {5}, {5}, 8, 2, 1, 16},                            // one page, partial, full triangle
+      {"decode", {37, 1, 64, 100}, {1, 1, 1, 1}, 16, 4, 2, 32},          // decode only, kv 1, exact pages
+      {"prefill_full", {40, 23}, {40, 23}, 8, 4, 2, 32},                 // q_len == kv_len
       {"mixed", {100, 33, 77, 1, 64}, {20, 1, 1, 1, 64}, 16, 8, 2, 64},  // chunked prefill + decode
-      {"one_seq_short", {10}, {3}, 4, 2, 2, 16},                       // kv < one KV block
-      {"mqa", {50, 20, 9}, {7, 1, 9}, 8, 4, 1, 44},                    // kv_heads = 1, head_dim % 8 = 4
-      {"mha_odd_dim", {29, 70}, {29, 2}, 8, 3, 3, 40},                 // group 1, head_dim % 16 = 8
-      {"gqa128", {130, 300}, {1, 17}, 16, 8, 2, 128},                  // realistic head_dim
-      {"empty_seq", {10, 5, 12}, {0, 2, 0}, 4, 2, 1, 20},              // q_len 0 sequences
+      {"one_seq_short", {10}, {3}, 4, 2, 2, 16},                         // kv < one KV block
+      {"mqa", {50, 20, 9}, {7, 1, 9}, 8, 4, 1, 44},                      // kv_heads = 1, head_dim % 8 = 4
+      {"mha_odd_dim", {29, 70}, {29, 2}, 8, 3, 3, 40},                   // group 1, head_dim % 16 = 8
+      {"gqa128", {130, 300}, {1, 17}, 16, 8, 2, 128},                    // realistic head_dim
+      {"empty_seq", {10, 5, 12}, {0, 2, 0}, 4, 2, 1, 20},                // q_len 0 sequences
   };
   return kShapes;
 }
@@ -130,9 +130,9 @@ TEST(RaggedPagedAttention, HostPathReportsIsaAndMatches) {
   const Prepared& p = GetPrepared(3, DType::kF32);
   std::vector<float> out(p.ref.size());
   ASSERT_TRUE(RaggedPagedAttention({4, 8}, p.batch.shape, p.batch.Inputs(), out.data(), 2).has_value());
-  EXPECT_TRUE(Compare(out.data(), p.ref.data(), static_cast<int64_t>(out.size()),
-                      RaggedPagedAttentionTolerance(MaxKv(p.batch)))
-                  .ok);
+  EXPECT_TRUE(
+      Compare(out.data(), p.ref.data(), static_cast<int64_t>(out.size()), RaggedPagedAttentionTolerance(MaxKv(p.batch)))
+          .ok);
 }
 
 TEST(RaggedPagedAttention, ReferenceSingleKeyIsTheValue) {
@@ -142,7 +142,8 @@ TEST(RaggedPagedAttention, ReferenceSingleKeyIsTheValue) {
   RaggedPagedAttentionReference(b.shape, b.F32Inputs(), out.data());
   const int64_t page = b.page_indices[0];
   for (int h = 0; h < 2; ++h) {
-    for (int d = 0; d < 8; ++d) EXPECT_FLOAT_EQ(out[static_cast<size_t>(h * 8 + d)], b.v_pages[static_cast<size_t>(page * 4 * 8 + d)]);
+    for (int d = 0; d < 8; ++d)
+      EXPECT_FLOAT_EQ(out[static_cast<size_t>(h * 8 + d)], b.v_pages[static_cast<size_t>(page * 4 * 8 + d)]);
   }
 }
 
@@ -157,15 +158,17 @@ TEST(RaggedPagedAttention, DeterministicAcrossThreadCounts) {
 TEST(RaggedPagedAttention, ToleranceCatchesOneSwappedPage) {
   // Point one page-table entry of the longest sequence at another page: the kernel then attends
   // to 8 wrong keys out of 1000 and must fail verification.
-  RaggedPagedAttentionBatch b = MakeRaggedPagedAttentionBatchFromLens({1000, 300}, {4, 1}, 8, 4, 2, 64,
-                                                                      DType::kF32, 11);
+  RaggedPagedAttentionBatch b =
+      MakeRaggedPagedAttentionBatchFromLens({1000, 300}, {4, 1}, 8, 4, 2, 64, DType::kF32, 11);
   std::vector<float> ref(static_cast<size_t>(b.shape.total_q_tokens * 4 * 64)), out(ref.size());
   RaggedPagedAttentionReference(b.shape, b.F32Inputs(), ref.data());
   ASSERT_TRUE(RaggedPagedAttention({8, 16}, b.shape, b.Inputs(), out.data(), 1).has_value());
-  EXPECT_TRUE(Compare(out.data(), ref.data(), static_cast<int64_t>(ref.size()), RaggedPagedAttentionTolerance(1000)).ok);
+  EXPECT_TRUE(
+      Compare(out.data(), ref.data(), static_cast<int64_t>(ref.size()), RaggedPagedAttentionTolerance(1000)).ok);
   std::swap(b.page_indices[60], b.page_indices[static_cast<size_t>(b.shape.pages_per_seq)]);
   ASSERT_TRUE(RaggedPagedAttention({8, 16}, b.shape, b.Inputs(), out.data(), 1).has_value());
-  const VerifyReport r = Compare(out.data(), ref.data(), static_cast<int64_t>(ref.size()), RaggedPagedAttentionTolerance(1000));
+  const VerifyReport r =
+      Compare(out.data(), ref.data(), static_cast<int64_t>(ref.size()), RaggedPagedAttentionTolerance(1000));
   EXPECT_FALSE(r.ok);
   EXPECT_GT(r.mismatches, 0);
 }
@@ -204,11 +207,21 @@ TEST(RaggedPagedAttentionValidate, RejectsWithPath) {
   with({8, 4096}, none, "config.queries_per_block");
   with({512, 16}, none, "config.kv_pages_per_block");  // 512 * 16 = 8192 keys per block
   with({int64_t{1} << 40, 16}, none, "config.kv_pages_per_block");
-  with({8, 16}, [](RaggedPagedAttentionShape& s) { s.heads = 6; s.kv_heads = 4; }, "shape.heads");
-  with({8, 16}, [](RaggedPagedAttentionShape& s) { s.kv_heads = 0; }, "shape.kv_heads");
-  with({8, 16}, [](RaggedPagedAttentionShape& s) { s.page_size = 0; }, "shape.page_size");
-  with({8, 16}, [](RaggedPagedAttentionShape& s) { s.head_dim = 2048; }, "shape.head_dim");
-  with({8, 16}, [](RaggedPagedAttentionShape& s) { s.total_q_tokens = -1; }, "shape.total_q_tokens");
+  with(
+      {8, 16},
+      [](RaggedPagedAttentionShape& s) {
+        s.heads = 6;
+        s.kv_heads = 4;
+      },
+      "shape.heads");
+  with(
+      {8, 16}, [](RaggedPagedAttentionShape& s) { s.kv_heads = 0; }, "shape.kv_heads");
+  with(
+      {8, 16}, [](RaggedPagedAttentionShape& s) { s.page_size = 0; }, "shape.page_size");
+  with(
+      {8, 16}, [](RaggedPagedAttentionShape& s) { s.head_dim = 2048; }, "shape.head_dim");
+  with(
+      {8, 16}, [](RaggedPagedAttentionShape& s) { s.total_q_tokens = -1; }, "shape.total_q_tokens");
   for (const Rejection& r : cases) {
     const auto s = Validate(r.bs, r.shape, HwWithIsa("avx512"));
     ASSERT_FALSE(s.has_value()) << r.path;
@@ -232,11 +245,11 @@ TEST(RaggedPagedAttentionValidate, MetadataRejectionsWithPath) {
   const Edit edits[] = {
       {"cu_q_lens[0]", [](RaggedPagedAttentionBatch& b) { b.cu_q_lens[0] = 1; }},
       {"cu_q_lens[2]", [](RaggedPagedAttentionBatch& b) { b.cu_q_lens[2] = 2; }},            // decreasing
-      {"kv_lens[1]", [](RaggedPagedAttentionBatch& b) { b.kv_lens[1] = 0; }},                 // < q_len
-      {"kv_lens[0]", [](RaggedPagedAttentionBatch& b) { b.kv_lens[0] = 25; }},                // > 3 pages * 8
-      {"page_indices[0][2]", [](RaggedPagedAttentionBatch& b) { b.page_indices[2] = 99; }},   // outside pool
+      {"kv_lens[1]", [](RaggedPagedAttentionBatch& b) { b.kv_lens[1] = 0; }},                // < q_len
+      {"kv_lens[0]", [](RaggedPagedAttentionBatch& b) { b.kv_lens[0] = 25; }},               // > 3 pages * 8
+      {"page_indices[0][2]", [](RaggedPagedAttentionBatch& b) { b.page_indices[2] = 99; }},  // outside pool
       {"page_indices[1][0]", [](RaggedPagedAttentionBatch& b) { b.page_indices[3] = -1; }},
-      {"cu_q_lens[2]", [](RaggedPagedAttentionBatch& b) { b.shape.total_q_tokens = 5; }},     // end mismatch
+      {"cu_q_lens[2]", [](RaggedPagedAttentionBatch& b) { b.shape.total_q_tokens = 5; }},  // end mismatch
   };
   for (const Edit& e : edits) {
     RaggedPagedAttentionBatch b = good;
@@ -271,7 +284,8 @@ TEST(RaggedPagedAttentionBatch, LengthsPagesAndPairs) {
   EXPECT_EQ(b.shape.pages_per_seq, 19);  // ceil(300 / 16)
   // Pages are a shuffled pool: sequence 0's pages are not consecutive.
   int consecutive = 0;
-  for (int j = 1; j < 19; ++j) consecutive += b.page_indices[static_cast<size_t>(j)] == b.page_indices[static_cast<size_t>(j - 1)] + 1;
+  for (int j = 1; j < 19; ++j)
+    consecutive += b.page_indices[static_cast<size_t>(j)] == b.page_indices[static_cast<size_t>(j - 1)] + 1;
   EXPECT_LT(consecutive, 5);
   // Lengths depend only on the dims; the seed moves pages and values.
   const RaggedPagedAttentionBatch c = MakeRaggedPagedAttentionBatch(p, DType::kBF16, 2);

@@ -98,8 +98,8 @@ void FusedCrossEntropy(const Args& a) {
   const auto labels = Read<int32_t>(a, "labels", s.b);
   const auto dloss = Read<float>(a, "dloss", s.b);
   std::vector<float> loss(static_cast<size_t>(s.b)), lse(loss.size()), dx(x.size()), dw(w.size());
-  k::FusedCrossEntropyReference(s, x.data(), w.data(), labels.data(), a.Float("z_loss_weight"), loss.data(),
-                                lse.data(), dloss.data(), dx.data(), dw.data());
+  k::FusedCrossEntropyReference(s, x.data(), w.data(), labels.data(), a.Float("z_loss_weight"), loss.data(), lse.data(),
+                                dloss.data(), dx.data(), dw.data());
   Write(a, "loss", loss);
   Write(a, "lse", lse);
   Write(a, "dx", dx);

@@ -2,9 +2,9 @@
 // document agree; every mutating route refuses a missing or wrong token (and changes nothing);
 // lookups answer from every source; idempotency keys, rate limits, Host checks and body guards
 // hold over real sockets.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -15,12 +15,12 @@
 #include <set>
 #include <thread>
 
-#include "server/wire.h"
 #include "server/handlers/handlers.h"
 #include "server/http.h"
 #include "server/openapi.h"
 #include "server/routes.h"
 #include "server/service.h"
+#include "server/wire.h"
 #include "tests/common/scratch_dir.h"
 
 namespace blocktune::server {
@@ -159,7 +159,8 @@ TEST(OpenApi, DocumentAndRouteTableAgree) {
       // Every documented error status has the shared Error body (readyz's 503 is its own).
       for (auto r = (*m)["responses"].begin(); r != (*m)["responses"].end(); ++r) {
         if (r.key()[0] < '4' || id == "getReady") continue;
-        EXPECT_EQ((*r)["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Error") << id << " " << r.key();
+        EXPECT_EQ((*r)["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Error")
+            << id << " " << r.key();
       }
     }
   }
@@ -261,9 +262,9 @@ TEST_F(Daemon, ServesTheSameOpenApiDocumentAndEveryRoute) {
     std::string body = r.request.empty() ? "" : "{}";
     httplib::Headers h = Bearer(r) ? Auth() : httplib::Headers{};
     auto c = Client();
-    httplib::Result res = std::string(r.method) == "GET"      ? c.Get(url.c_str(), h)
-                          : std::string(r.method) == "POST"   ? c.Post(url.c_str(), h, body, "application/json")
-                                                              : c.Delete(url.c_str(), h, body, "application/json");
+    httplib::Result res = std::string(r.method) == "GET"    ? c.Get(url.c_str(), h)
+                          : std::string(r.method) == "POST" ? c.Post(url.c_str(), h, body, "application/json")
+                                                            : c.Delete(url.c_str(), h, body, "application/json");
     ASSERT_TRUE(res) << r.method << " " << url;
     EXPECT_LT(res->status, 500) << r.method << " " << url << " " << res->body;
     // Reached its handler: either success, or the handler's own verdict, never "no route".
@@ -280,10 +281,11 @@ TEST_F(Daemon, EveryMutatingRouteRefusesAMissingOrWrongToken) {
     if (!Bearer(r)) continue;
     ++mutating;
     const std::string path = ExamplePath(r);
-    const std::string body = std::string(!r.request.empty() ? R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],)"
-                                                        R"("hardware":"*","bucket":"m8_n8_k8","config":{"block_m":48},)"
-                                                        R"("reason":"x"})"
-                                                      : "");
+    const std::string body =
+        std::string(!r.request.empty() ? R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],)"
+                                         R"("hardware":"*","bucket":"m8_n8_k8","config":{"block_m":48},)"
+                                         R"("reason":"x"})"
+                                       : "");
     const std::vector<httplib::Headers> bad = {
         {},
         Auth("wrong-token-0123456789abcdef"),
@@ -435,9 +437,11 @@ TEST_F(Daemon, MissesCountFallbackAndDefaultLookupsButNotTunedHits) {
   EXPECT_TRUE(other["misses"].empty());
 
   // Bad filters are 400s naming the parameter.
-  for (const auto& [query, param] : std::vector<std::pair<std::string, std::string>>{
-           {"kernel=nope", "kernel"}, {"limit=0", "limit"}, {"offset=-1", "offset"}, {"hardware=a%20b", "hardware"},
-           {"dtype=f32", "dtype"}}) {
+  for (const auto& [query, param] : std::vector<std::pair<std::string, std::string>>{{"kernel=nope", "kernel"},
+                                                                                     {"limit=0", "limit"},
+                                                                                     {"offset=-1", "offset"},
+                                                                                     {"hardware=a%20b", "hardware"},
+                                                                                     {"dtype=f32", "dtype"}}) {
     auto [bad, err] = Send("GET", std::string("/v1/misses?").append(query));
     EXPECT_EQ(bad, 400) << query << " " << err.dump();
     EXPECT_EQ(err["error"]["path"], param) << query;
@@ -480,7 +484,8 @@ TEST(MissCounter, DropsNewBucketsBeyondItsCapacity) {
   MissCounter counter(16);  // one per shard
   const NamedInts dims;
   for (int i = 0; i < 1000; ++i) {
-    counter.Count("matmul", DType::kF32, "hw", std::string("b").append(std::to_string(i)), tables::Source::kDefault, dims);
+    counter.Count("matmul", DType::kF32, "hw", std::string("b").append(std::to_string(i)), tables::Source::kDefault,
+                  dims);
   }
   const auto taken = counter.Take();
   EXPECT_LE(taken.size(), 16u);
@@ -518,12 +523,11 @@ TEST_F(Daemon, IdempotencyKeyReturnsTheSameSweep) {
   EXPECT_EQ(a, b);
   const int64_t c = CreateTinySweep("key-2");
   EXPECT_NE(a, c);
-  auto [status, body] = Send("POST", "/v1/sweeps", R"({"kernel":"matmul","shapes":[{"m":9,"n":8,"k":8}]})",
-                             [&] {
-                               auto h = Auth();
-                               h.emplace("Idempotency-Key", "key-1");
-                               return h;
-                             }());
+  auto [status, body] = Send("POST", "/v1/sweeps", R"({"kernel":"matmul","shapes":[{"m":9,"n":8,"k":8}]})", [&] {
+    auto h = Auth();
+    h.emplace("Idempotency-Key", "key-1");
+    return h;
+  }());
   EXPECT_EQ(status, 409) << body.dump();
   EXPECT_EQ(Send("GET", "/v1/sweeps").second["sweeps"].size(), 2u);
 }
@@ -639,7 +643,9 @@ TEST_F(Daemon, SweepProgressMeasurementsAndCancel) {
   std::set<int64_t> seen;
   int64_t after = 0;
   for (int i = 0; i < 10000; ++i) {
-    auto page = Send("GET", "/v1/sweeps/" + std::to_string(id) + "/measurements?limit=1&after_id=" + std::to_string(after)).second;
+    auto page =
+        Send("GET", "/v1/sweeps/" + std::to_string(id) + "/measurements?limit=1&after_id=" + std::to_string(after))
+            .second;
     for (const auto& m : page["measurements"]) EXPECT_TRUE(seen.insert(m["id"].get<int64_t>()).second);
     if (page["next_after_id"].is_null()) break;
     after = page["next_after_id"].get<int64_t>();
@@ -685,8 +691,9 @@ TEST_F(Daemon, RefusesForeignHostsAndUnsafeBodies) {
   EXPECT_EQ(RawStatus("POST /v1/sweeps HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + std::string(kToken) +
                       "\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"),
             411);
-  auto gz = Client().Post("/v1/sweeps", {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Encoding", "gzip"}},
-                          std::string("\x1f\x8b\x08\x00", 4), "application/json");
+  auto gz =
+      Client().Post("/v1/sweeps", {{"Authorization", std::string("Bearer ") + kToken}, {"Content-Encoding", "gzip"}},
+                    std::string("\x1f\x8b\x08\x00", 4), "application/json");
   ASSERT_TRUE(gz);
   EXPECT_EQ(gz->status, 415);
   // Unknown query parameters, bad integers and invalid UTF-8 are 4xx with the error body.
@@ -713,7 +720,8 @@ TEST_F(RateLimited, SweepCreationIsRateLimited) {
   CreateTinySweep();
   CreateTinySweep();
   auto [status, body] =
-      Send("POST", "/v1/sweeps", R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],"budget":1,"strategy":"random"})", Auth());
+      Send("POST", "/v1/sweeps", R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],"budget":1,"strategy":"random"})",
+           Auth());
   EXPECT_EQ(status, 429) << body.dump();
   EXPECT_EQ(body["error"]["code"], "resource_exhausted");
 }
@@ -726,7 +734,7 @@ TEST_F(RateLimited, IdempotentReplaysCostNoToken) {
   EXPECT_GT(CreateTinySweep("", 16), first);  // the burst's second token was still there
   const std::string body8 = R"({"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],"strategy":"random","budget":1})";
   auto [status, body] = Send("POST", "/v1/sweeps", body8, Auth());
-  EXPECT_EQ(status, 429) << body.dump();  // no token left for a new sweep
+  EXPECT_EQ(status, 429) << body.dump();           // no token left for a new sweep
   EXPECT_EQ(CreateTinySweep("retry-key"), first);  // but a replay still answers
 }
 
@@ -788,8 +796,9 @@ TEST_F(Daemon, ServesTheDashboardAndItsAggregates) {
     if (!w["from_database"].get<bool>()) continue;
     ++from_db;
     EXPECT_EQ(w["sweep_id"], id);
-    auto [x_status, x] = Send("GET", "/v1/tuned/explain?kernel=matmul&hardware=" + api::UrlEncode(w["hardware"].get<std::string>()) +
-                                         "&dtype=f32&bucket=" + w["bucket"].get<std::string>());
+    auto [x_status, x] =
+        Send("GET", "/v1/tuned/explain?kernel=matmul&hardware=" + api::UrlEncode(w["hardware"].get<std::string>()) +
+                        "&dtype=f32&bucket=" + w["bucket"].get<std::string>());
     ASSERT_EQ(x_status, 200) << x.dump();
     EXPECT_EQ(x["winner"]["config"], w["config"]);
     EXPECT_EQ(x["sweep"]["id"], id);

@@ -4,11 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include "codegen/codegen.h"
 #include "external/spec.h"
 #include "server/http.h"
 #include "server/routes.h"
 #include "server/service.h"
-#include "codegen/codegen.h"
 #include "tests/common/scratch_dir.h"
 
 #include <unistd.h>
@@ -243,8 +243,14 @@ TEST(Http, EveryMutatingRouteIsMarked) {
 // GET's query string and a POST batch entry go through the codec to the same request, kernel
 // found once; the query string's own errors name the parameter.
 TEST(Codec, GetAndPostLookupsDecodeToTheSameRequest) {
-  const QueryParams get = {{"kernel", "matmul"}, {"dtype", "bf16"}, {"m", "96"}, {"n", "80"}, {"k", "64"},
-                           {"threads", "2"}, {"hardware", "x86_64.avx2.amd.fam25_mod1.t2"}, {"config", "block_m=32"}};
+  const QueryParams get = {{"kernel", "matmul"},
+                           {"dtype", "bf16"},
+                           {"m", "96"},
+                           {"n", "80"},
+                           {"k", "64"},
+                           {"threads", "2"},
+                           {"hardware", "x86_64.avx2.amd.fam25_mod1.t2"},
+                           {"config", "block_m=32"}};
   auto g = DecodeLookupQuery(get);
   ASSERT_TRUE(g) << g.error().ToString();
   auto body = ParseBody(R"({"queries":[{"kernel":"matmul","dtype":"bf16","dims":{"m":96,"n":80,"k":64},"threads":2,

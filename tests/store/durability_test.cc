@@ -31,8 +31,8 @@ class Durability : public ::testing::Test {
     HardwareProfile hw;
     auto hw_id = store_->hardware().Upsert(hw);
     EXPECT_TRUE(hw_id);
-    auto created = store_->sweeps().Create(r, *hw_id, 1, "test", {{"m8_n8_k8", r.shapes[0], 2}, {"m64_n8_k8", r.shapes[1], 2}},
-                                                key, canonical);
+    auto created = store_->sweeps().Create(
+        r, *hw_id, 1, "test", {{"m8_n8_k8", r.shapes[0], 2}, {"m64_n8_k8", r.shapes[1], 2}}, key, canonical);
     EXPECT_TRUE(created) << created.error().ToString();
     return created->id;
   }

@@ -20,8 +20,8 @@
 namespace blocktune::store {
 namespace {
 
-const char* const kTables[] = {"hardware_profiles", "sweeps", "sweep_tasks", "measurements", "samples",
-                               "tuned_entries", "final_rounds", "overrides", "idempotency_keys"};
+const char* const kTables[] = {"hardware_profiles", "sweeps",       "sweep_tasks", "measurements",    "samples",
+                               "tuned_entries",     "final_rounds", "overrides",   "idempotency_keys"};
 
 class MigrateTest : public ::testing::Test {
  protected:
@@ -197,7 +197,8 @@ TEST_F(MigrateTest, FailureOutcomesMigrationKeepsEveryRowAndId) {
   EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM measurements WHERE outcome = 'compile_failed'"), 1);
   auto s = Store::Open(path_);
   ASSERT_TRUE(s) << s.error().ToString();
-  auto page = (*s)->measurements().ListPage(QueryInt("SELECT sweep_id FROM measurements WHERE config = 'probe=1'"), 0, 1000);
+  auto page =
+      (*s)->measurements().ListPage(QueryInt("SELECT sweep_id FROM measurements WHERE config = 'probe=1'"), 0, 1000);
   ASSERT_TRUE(page) << page.error().ToString();
   bool found = false;
   for (const auto& m : *page) found |= m.config.ToString() == "probe=1" && m.outcome == tuner::Outcome::kCompileFailed;

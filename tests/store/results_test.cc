@@ -121,31 +121,33 @@ TEST_F(ResultsTest, OneProfileFromTwoHostsPoolsAndProfilesStayApart) {
   const auto avx512 = Hardware("avx512");
   // Host a: config A fast (10), B slower (20). Host b, same profile: A slow (40, 40, 40), B 21.
   // Pooled: A's samples {10,10,10,40,40,40,40} -> median 40; B's {20,20,20,21,21,21,21} -> 21.
-  ASSERT_TRUE((*st)->results().Apply(Batch("aaaaaaaa02", "host-a", avx2,
-                                           {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {10, 10, 10}),
-                                            M("block_m=96,block_n=128,block_k=128", tuner::Outcome::kOk, {20, 20, 20})})));
+  ASSERT_TRUE(
+      (*st)->results().Apply(Batch("aaaaaaaa02", "host-a", avx2,
+                                   {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {10, 10, 10}),
+                                    M("block_m=96,block_n=128,block_k=128", tuner::Outcome::kOk, {20, 20, 20})})));
   auto tuned = (*st)->tuned().Get("matmul", avx2.Key(), DType::kF32, "m64_n32_k16");
   ASSERT_TRUE(tuned && *tuned);
   EXPECT_EQ((*tuned)->config.ToString(), "block_m=48,block_n=128,block_k=128");
-  ASSERT_TRUE((*st)->results().Apply(Batch("bbbbbbbb02", "host-b", avx2,
-                                           {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {40, 40, 40, 40}),
-                                            M("block_m=96,block_n=128,block_k=128", tuner::Outcome::kOk, {21, 21, 21, 21})})));
+  ASSERT_TRUE(
+      (*st)->results().Apply(Batch("bbbbbbbb02", "host-b", avx2,
+                                   {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {40, 40, 40, 40}),
+                                    M("block_m=96,block_n=128,block_k=128", tuner::Outcome::kOk, {21, 21, 21, 21})})));
   tuned = (*st)->tuned().Get("matmul", avx2.Key(), DType::kF32, "m64_n32_k16");
   ASSERT_TRUE(tuned && *tuned);
   EXPECT_EQ((*tuned)->config.ToString(), "block_m=96,block_n=128,block_k=128");
   EXPECT_EQ((*tuned)->samples, 7);
   EXPECT_DOUBLE_EQ((*tuned)->median_ns, 21);
   // Another profile: its own row, which the avx2 measurements do not touch, and vice versa.
-  ASSERT_TRUE((*st)->results().Apply(Batch("cccccccc02", "host-c", avx512,
-                                           {M("block_m=144,block_n=128,block_k=128", tuner::Outcome::kOk, {5, 5, 5})})));
+  ASSERT_TRUE((*st)->results().Apply(Batch(
+      "cccccccc02", "host-c", avx512, {M("block_m=144,block_n=128,block_k=128", tuner::Outcome::kOk, {5, 5, 5})})));
   auto other = (*st)->tuned().Get("matmul", avx512.Key(), DType::kF32, "m64_n32_k16");
   ASSERT_TRUE(other && *other);
   EXPECT_EQ((*other)->config.ToString(), "block_m=144,block_n=128,block_k=128");
   tuned = (*st)->tuned().Get("matmul", avx2.Key(), DType::kF32, "m64_n32_k16");
   EXPECT_EQ((*tuned)->config.ToString(), "block_m=96,block_n=128,block_k=128");
   // A config that failed verification anywhere is out, however fast it ran elsewhere.
-  ASSERT_TRUE((*st)->results().Apply(Batch("dddddddd02", "host-d", avx2,
-                                           {M("block_m=96,block_n=128,block_k=128", tuner::Outcome::kWrongResult, {})})));
+  ASSERT_TRUE((*st)->results().Apply(Batch(
+      "dddddddd02", "host-d", avx2, {M("block_m=96,block_n=128,block_k=128", tuner::Outcome::kWrongResult, {})})));
   tuned = (*st)->tuned().Get("matmul", avx2.Key(), DType::kF32, "m64_n32_k16");
   EXPECT_EQ((*tuned)->config.ToString(), "block_m=48,block_n=128,block_k=128");
 }
@@ -194,7 +196,8 @@ TEST_F(ResultsTest, MalformedBatchesAreRefusedNamingTheField) {
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().path, "hardware");
   b = Batch("aaaaaaaa03", "h", Hardware("avx2"),
-            {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {1}), M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {1})});
+            {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {1}),
+             M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {1})});
   r = (*st)->results().Apply(b);
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().path, "measurements[1].config");
@@ -205,8 +208,9 @@ TEST_F(ResultsTest, ReaderLeavesItsInputUntouchedAndRefusesNewerOrForeignFiles) 
   {
     auto st = Store::Open(src);
     ASSERT_TRUE(st);
-    ASSERT_TRUE((*st)->results().Apply(Batch("aaaaaaaa04", "host-a", Hardware("avx2"),
-                                             {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {1, 2, 3})})));
+    ASSERT_TRUE(
+        (*st)->results().Apply(Batch("aaaaaaaa04", "host-a", Hardware("avx2"),
+                                     {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {1, 2, 3})})));
   }
   const std::string before = ReadAll(src);
   {
@@ -257,7 +261,9 @@ TEST_F(ResultsTest, ABatchWithAnyBadRecordIsRefusedWholeNamingRecordAndField) {
   ASSERT_TRUE(st);
   const auto hw = Hardware("avx2");
   using Edit = std::function<void(tuner::Measurement&)>;
-  const auto config = [](const char* text) { return [text](tuner::Measurement& m) { m.config = *NamedInts::Parse(text); }; };
+  const auto config = [](const char* text) {
+    return [text](tuner::Measurement& m) { m.config = *NamedInts::Parse(text); };
+  };
   const struct {
     const char* what;
     Edit edit;
@@ -290,7 +296,8 @@ TEST_F(ResultsTest, ABatchWithAnyBadRecordIsRefusedWholeNamingRecordAndField) {
     auto bad = M("block_m=96,block_n=128,block_k=128", tuner::Outcome::kOk, {10, 11, 12});
     bad.iterations = 3;
     c.edit(bad);
-    ResultsBatch b = Batch("aaaaaaaa26", "host-a", hw, {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {10, 11, 12}), bad});
+    ResultsBatch b = Batch("aaaaaaaa26", "host-a", hw,
+                           {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {10, 11, 12}), bad});
     auto r = (*st)->results().Apply(b);
     ASSERT_FALSE(r) << "accepted";
     EXPECT_EQ(r.error().code, ErrorCode::kInvalidArgument) << r.error().ToString();
@@ -322,7 +329,8 @@ TEST_F(ResultsTest, AReusedBatchIdWithOtherContentsIsAConflict) {
   auto st = Store::Open(dir_.File("out.db"));
   ASSERT_TRUE(st);
   const auto hw = Hardware("avx2");
-  ResultsBatch b = Batch("aaaaaaaa28", "host-a", hw, {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {10, 11, 12})});
+  ResultsBatch b =
+      Batch("aaaaaaaa28", "host-a", hw, {M("block_m=48,block_n=128,block_k=128", tuner::Outcome::kOk, {10, 11, 12})});
   b.batch_id = "aaaaaaaa28:1-1";
   ASSERT_TRUE((*st)->results().Apply(b));
   auto same = (*st)->results().Apply(b);

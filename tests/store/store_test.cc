@@ -6,10 +6,10 @@
 
 #include <gtest/gtest.h>
 
-#include "store/migrations.h"
-#include "tests/common/scratch_dir.h"
 #include <sqlite3.h>
 #include <unistd.h>
+#include "store/migrations.h"
+#include "tests/common/scratch_dir.h"
 
 #include <filesystem>
 #include <fstream>
@@ -50,8 +50,8 @@ tuner::SweepRequest Request() {
 
 // A sweep of Request() (or `r`) with one task per bucket, as the daemon creates it.
 int64_t CreateSweep(Store& st, int64_t hw_id, const tuner::SweepRequest& r = Request(), int64_t planned = 5) {
-  auto created = st.sweeps().Create(r, hw_id, 1, "test",
-                                    {TaskPlan{"m64_n32_k16", kShapeA, planned}, TaskPlan{"m1_n2_k4", kShapeB, planned}});
+  auto created = st.sweeps().Create(
+      r, hw_id, 1, "test", {TaskPlan{"m64_n32_k16", kShapeA, planned}, TaskPlan{"m1_n2_k4", kShapeB, planned}});
   EXPECT_TRUE(created) << created.error().ToString();
   EXPECT_TRUE(created->created);
   return created->id;
@@ -362,12 +362,11 @@ TEST_F(StoreTest, MissBatchesAddToTheirRowsAndListMostCountedFirst) {
   ASSERT_TRUE(s);
   Store& st = **s;
   // First batch: two buckets on one key, one on a key that only shares a textual prefix.
-  ASSERT_TRUE(st.misses().Add({Miss("x86_64.avx2.amd.f1.t1", "m64_n32_k16", 2, 0, 1, "2026-01-02T00:00:00.000Z",
-                                    "2026-01-02T00:00:05.000Z"),
-                               Miss("x86_64.avx2.amd.f1.t1", "m1_n2_k4", 0, 0, 2, "2026-01-02T00:00:01.000Z",
-                                    "2026-01-02T00:00:01.000Z", kShapeB),
-                               Miss("x86_64.avx2x.t1", "m64_n32_k16", 0, 1, 0, "2026-01-02T00:00:00.000Z",
-                                    "2026-01-02T00:00:00.000Z")}));
+  ASSERT_TRUE(st.misses().Add(
+      {Miss("x86_64.avx2.amd.f1.t1", "m64_n32_k16", 2, 0, 1, "2026-01-02T00:00:00.000Z", "2026-01-02T00:00:05.000Z"),
+       Miss("x86_64.avx2.amd.f1.t1", "m1_n2_k4", 0, 0, 2, "2026-01-02T00:00:01.000Z", "2026-01-02T00:00:01.000Z",
+            kShapeB),
+       Miss("x86_64.avx2x.t1", "m64_n32_k16", 0, 1, 0, "2026-01-02T00:00:00.000Z", "2026-01-02T00:00:00.000Z")}));
   // Second batch: the same first bucket again, seen earlier and later than before, with other
   // dims (the row keeps the ones it was created with); counts add up.
   ASSERT_TRUE(st.misses().Add({Miss("x86_64.avx2.amd.f1.t1", "m64_n32_k16", 1, 3, 4, "2026-01-01T00:00:00.000Z",
@@ -554,8 +553,7 @@ TEST_F(StoreTest, StatsCountSweepsAndMeasurements) {
   auto stats = st.maintenance().Stats();
   ASSERT_TRUE(stats);
   EXPECT_EQ(stats->sweeps_by_status, (std::vector<std::pair<std::string, int64_t>>{{"running", 1}}));
-  EXPECT_EQ(stats->measurements_by_outcome,
-            (std::vector<std::pair<std::string, int64_t>>{{"ok", 1}, {"timeout", 1}}));
+  EXPECT_EQ(stats->measurements_by_outcome, (std::vector<std::pair<std::string, int64_t>>{{"ok", 1}, {"timeout", 1}}));
   EXPECT_GT(stats->db_bytes, 0);
 }
 

@@ -95,10 +95,10 @@ TEST(Codegen, SkipsRowsThatDoNotFitTheKernelAndPublishesTheRest) {
   ASSERT_TRUE(files) << "one bad row blocks publishing: " << files.error().ToString();
   // One warning per skipped row, naming the row and the field.
   ASSERT_EQ(skipped.size(), 6u);
-  const char* fields[] = {"[bucket]", "[config.block_m]", "[config.block_m]", "[config.block_z]", "[config.block_n]",
-                          "[bucket_version]"};
-  std::vector<std::string> sorted_rows = {"m999_n1_k1", "m256_n256_k256", "m512_n512_k512", "m1024_n128_k128",
-                                          "m2048_n128_k128", "m4096_n128_k128"};
+  const char* fields[] = {"[bucket]",         "[config.block_m]", "[config.block_m]",
+                          "[config.block_z]", "[config.block_n]", "[bucket_version]"};
+  std::vector<std::string> sorted_rows = {"m999_n1_k1",      "m256_n256_k256",  "m512_n512_k512",
+                                          "m1024_n128_k128", "m2048_n128_k128", "m4096_n128_k128"};
   for (size_t i = 0; i < skipped.size(); ++i) {
     EXPECT_NE(skipped[i].find(sorted_rows[i]), std::string::npos) << skipped[i];
     EXPECT_NE(skipped[i].find(fields[i]), std::string::npos) << skipped[i];

@@ -7,8 +7,8 @@
 
 #include <algorithm>
 #include <array>
-#include <initializer_list>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,8 +19,8 @@
 #include "blocktune/tables/grouped_matmul_tuned_block_sizes.h"
 #include "blocktune/tables/matmul_tuned_block_sizes.h"
 #include "blocktune/tables/ragged_paged_attention_tuned_block_sizes.h"
-#include "kernels/core/kernel_spec.h"
 #include "codegen/codegen.h"
+#include "kernels/core/kernel_spec.h"
 #include "tuner/lookup.h"
 
 namespace blocktune {
@@ -259,9 +259,8 @@ auto ForHost(F f) {
 
 TEST(LookupReference, Matmul) {
   namespace t = tables::matmul;
-  CheckTable("matmul", t::kRows, t::kDims, t::LookupDims, ForHost<3>([](int th, std::string_view dt, auto... d) {
-               return t::LookupForHost(th, dt, d...);
-             }));
+  CheckTable("matmul", t::kRows, t::kDims, t::LookupDims,
+             ForHost<3>([](int th, std::string_view dt, auto... d) { return t::LookupForHost(th, dt, d...); }));
 }
 
 TEST(LookupReference, FlashAttention) {

@@ -10,8 +10,8 @@
 
 #include "blocktune/kernel_fingerprints.h"
 #include "blocktune/tables/matmul_tuned_block_sizes.h"
-#include "kernels/core/fingerprint.h"
 #include "codegen/codegen.h"
+#include "kernels/core/fingerprint.h"
 #include "tuner/lookup.h"
 
 namespace blocktune {
@@ -140,7 +140,8 @@ TEST(Staleness, GeneratedHeadersMarkRowsOfAnotherBuildStale) {
   EXPECT_FALSE(r.stale);
   EXPECT_TRUE(r.fingerprint.empty());
 
-  const FakeRow rows[] = {{"k", {48, 128, 256}, 1.0, kOtherBuild}, {"k", {48, 128, 256}, 1.0, kernel_fingerprint::matmul},
+  const FakeRow rows[] = {{"k", {48, 128, 256}, 1.0, kOtherBuild},
+                          {"k", {48, 128, 256}, 1.0, kernel_fingerprint::matmul},
                           {"k", {48, 128, 256}, 1.0, ""}};
   using L = tables::TableLookup<FakeRow, 3>;
   for (const auto& [row, want] : {std::pair{&rows[0], true}, {&rows[1], false}, {&rows[2], false}}) {

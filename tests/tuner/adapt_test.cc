@@ -178,9 +178,9 @@ TEST(ProfilePrior, WeightsOtherProfilesByMeasuredRankCorrelation) {
     m.config = c;
     m.median_ns = BowlCost(c);
     own.push_back(m);
-    others.push_back({"same.shape", m});                 // the same landscape, 2x slower
+    others.push_back({"same.shape", m});  // the same landscape, 2x slower
     others.back().measurement.median_ns *= 2;
-    others.push_back({"upside.down", m});                // the opposite ranking
+    others.push_back({"upside.down", m});  // the opposite ranking
     others.back().measurement.median_ns = 1e7 - m.median_ns;
     Measurement elsewhere = m;
     elsewhere.bucket = "n64";  // a bucket this profile never measured: no evidence

@@ -19,8 +19,8 @@ namespace blocktune::testing {
 namespace {
 
 constexpr std::array<std::string_view, kFaultCount> kFaultNames = {
-    "none", "segfault", "abort", "sigill", "spin", "allocate", "nan", "half_output",
-    "write_past_end", "modify_inputs", "flood_stdout", "exit_without_result",
+    "none", "segfault",    "abort",          "sigill",        "spin",         "allocate",
+    "nan",  "half_output", "write_past_end", "modify_inputs", "flood_stdout", "exit_without_result",
 };
 
 // 16 floats of slack after the output, watched by the verifier's canary check.
@@ -56,10 +56,8 @@ void TriggerFault(Fault f) {
       *reinterpret_cast<volatile int*>(address) = 1;
       break;
     }
-    case Fault::kAbort:
-      std::abort();
-    case Fault::kIllegalInstruction:
-      __builtin_trap();  // ud2 on x86-64: SIGILL
+    case Fault::kAbort: std::abort();
+    case Fault::kIllegalInstruction: __builtin_trap();  // ud2 on x86-64: SIGILL
     case Fault::kSpin: {
       volatile uint64_t spins = 0;
       while (true) spins = spins + 1;
@@ -82,10 +80,8 @@ void TriggerFault(Fault f) {
       std::fflush(stdout);
       break;
     }
-    case Fault::kExitWithoutResult:
-      _exit(0);
-    default:
-      break;
+    case Fault::kExitWithoutResult: _exit(0);
+    default: break;
   }
 }
 
@@ -106,18 +102,13 @@ class FaultInstance final : public KernelInstance {
     const int64_t written = f == Fault::kHalfOutput ? n_ / 2 : n_;
     for (int64_t i = 0; i < written; ++i) out_[i] = 2.0f * in_[i] + 1.0f;
     switch (f) {
-      case Fault::kNan:
-        out_[n_ / 2] = std::nanf("");
-        break;
+      case Fault::kNan: out_[n_ / 2] = std::nanf(""); break;
       case Fault::kWritePastEnd:
         out_[n_] = 1.0f;  // first float after the output: inside the guard, no fault
         out_[n_ + 1] = 2.0f;
         break;
-      case Fault::kModifyInputs:
-        in_[0] += 1.0f;
-        break;
-      default:
-        TriggerFault(f);  // the process-level ones (and none)
+      case Fault::kModifyInputs: in_[0] += 1.0f; break;
+      default: TriggerFault(f);  // the process-level ones (and none)
     }
     return {};
   }
@@ -231,7 +222,9 @@ class InjectedSpec final : public KernelSpec {
   Status ValidateConfig(const Config& c, const Problem& p, const HardwareProfile& hw) const override {
     return inner_.ValidateConfig(c, p, hw);
   }
-  Problem VerificationProblem(const Config& c, const Problem& p) const override { return inner_.VerificationProblem(c, p); }
+  Problem VerificationProblem(const Config& c, const Problem& p) const override {
+    return inner_.VerificationProblem(c, p);
+  }
   std::unique_ptr<KernelInstance> MakeInstance(const Problem& p, uint64_t seed) const override {
     return std::make_unique<InjectedInstance>(inner_.MakeInstance(p, seed), rules_);
   }

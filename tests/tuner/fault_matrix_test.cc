@@ -196,7 +196,8 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
     options.evaluator = &recorder;
     auto again = RunSweep(request, sweep_id, spec, hw, resumed_sink, options);
     ASSERT_TRUE(again) << again.error().ToString();
-    EXPECT_TRUE(recorder.calls.empty()) << recorder.calls.size() << " configs re-run, first " << recorder.calls[0].config;
+    EXPECT_TRUE(recorder.calls.empty()) << recorder.calls.size() << " configs re-run, first "
+                                        << recorder.calls[0].config;
     // A resumed sweep repeats only its decision round, on configs that passed.
     for (const std::string& config : recorder.interleaved) {
       if (expected.outcome == Outcome::kOk) break;
@@ -228,8 +229,8 @@ std::vector<Case> AllCases() {
 
 INSTANTIATE_TEST_SUITE_P(EveryFault, FaultMatrix, ::testing::ValuesIn(AllCases()),
                          [](const ::testing::TestParamInfo<Case>& info) {
-                           return std::string(FaultName(info.param.fault)) + "_on_" + std::to_string(info.param.faulty) +
-                                  "_of_50";
+                           return std::string(FaultName(info.param.fault)) + "_on_" +
+                                  std::to_string(info.param.faulty) + "_of_50";
                          });
 
 }  // namespace

@@ -76,8 +76,8 @@ class RecordingEvaluator : public tuner::Evaluator {
 
   struct Call {
     std::string config;
-    double seconds;    // wall time of the call, spawning a worker included
-    double starved_s;  // of which the worker spent this long waiting for a CPU
+    double seconds;         // wall time of the call, spawning a worker included
+    double starved_s;       // of which the worker spent this long waiting for a CPU
     double self_starved_s;  // and the calling (parent) thread this long
   };
   std::vector<Call> calls;  // Measure: the search's one measurement per config

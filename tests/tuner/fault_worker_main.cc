@@ -9,10 +9,13 @@
 
 int main(int argc, char** argv) {
   const char* inject = std::getenv("BLOCKTUNE_FAULT_INJECT");
-  return blocktune::tuner::isolation::RunWorker(argc, argv, [inject](std::string_view name) -> const blocktune::KernelSpec* {
-    if (name == blocktune::testing::FaultSpec().name()) return &blocktune::testing::FaultSpec();
-    const blocktune::KernelSpec* spec = blocktune::FindKernel(name);
-    if (spec != nullptr && inject != nullptr && *inject != '\0') return blocktune::testing::FaultInjected(*spec, inject);
-    return spec;
-  });
+  return blocktune::tuner::isolation::RunWorker(argc, argv,
+                                                [inject](std::string_view name) -> const blocktune::KernelSpec* {
+                                                  if (name == blocktune::testing::FaultSpec().name())
+                                                    return &blocktune::testing::FaultSpec();
+                                                  const blocktune::KernelSpec* spec = blocktune::FindKernel(name);
+                                                  if (spec != nullptr && inject != nullptr && *inject != '\0')
+                                                    return blocktune::testing::FaultInjected(*spec, inject);
+                                                  return spec;
+                                                });
 }

@@ -20,8 +20,8 @@
 #include "kernels/matmul/matmul.h"
 #include "tests/tuner/fault_kernel.h"
 #include "tests/tuner/fault_test_util.h"
-#include "tuner/isolation/protocol.h"
 #include "tuner/gate.h"
+#include "tuner/isolation/protocol.h"
 #include "tuner/isolation/worker_evaluator.h"
 
 namespace blocktune::tuner {
@@ -278,7 +278,9 @@ TEST(WorkerEvaluator, WorkerDiesWithItsParent) {
     worker->Measure(FaultRequest(Fault::kNone, 0), Id(1), m);
     const pid_t pid = worker->worker_pid();
     (void)!write(pipe_fds[1], &pid, sizeof pid);
-    if (m.outcome != Outcome::kOk) std::fprintf(stderr, "intermediate parent: %s %s\n", std::string(OutcomeName(m.outcome)).c_str(), m.detail.c_str());
+    if (m.outcome != Outcome::kOk)
+      std::fprintf(stderr, "intermediate parent: %s %s\n", std::string(OutcomeName(m.outcome)).c_str(),
+                   m.detail.c_str());
     _exit(m.outcome == Outcome::kOk ? 0 : 1);
   }
   close(pipe_fds[1]);
@@ -314,8 +316,9 @@ TEST(WorkerEvaluator, MissingWorkerBinaryIsAClearError) {
 TEST(WorkerEvaluator, UnknownKernelInTheWorkerIsRefusedAndTheWorkerKept) {
   // The product worker knows no fault kernel: it refuses the request but stays healthy.
   WorkerOptions o = TestOptions();
-  o.worker_path = (std::filesystem::path(testing::FaultWorkerPath()).parent_path().parent_path() / "server" /
-                   "blocktune-worker").string();
+  o.worker_path =
+      (std::filesystem::path(testing::FaultWorkerPath()).parent_path().parent_path() / "server" / "blocktune-worker")
+          .string();
   WorkerEvaluator worker(o);
   Measurement m;
   worker.Measure(FaultRequest(Fault::kNone, 0), Id(1), m);

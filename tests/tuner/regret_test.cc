@@ -89,10 +89,10 @@ TEST(Regret, PlanServesTheSmallestKeyOfEachLevel) {
 TEST(Regret, MeasuredReportIsConsistent) {
   FakeSpec spec;
   const std::vector<TunedEntry> rows = {
-      Row(std::string(kHost), "n64", 3, 2),                       // the fake's optimum
-      Row("x86_64.avx2.amd.fam25_mod1.t2", "n64", 1, 2),          // the default's own config
-      Row("x86_64.avx2.amd.fam25_mod33.t1", "n64", 4, 3),         // invalid (a*b == 12)
-      Row("x86_64.avx512.intel.fam6_mod167.t1", "n64", 1, 1),     // writes NaN
+      Row(std::string(kHost), "n64", 3, 2),                    // the fake's optimum
+      Row("x86_64.avx2.amd.fam25_mod1.t2", "n64", 1, 2),       // the default's own config
+      Row("x86_64.avx2.amd.fam25_mod33.t1", "n64", 4, 3),      // invalid (a*b == 12)
+      Row("x86_64.avx512.intel.fam6_mod167.t1", "n64", 1, 1),  // writes NaN
       Row("x86_64.avx512.intel.fam6_mod167.t2", "n64", 4, 1),
   };
   auto plan = PlanRegret(spec, rows, kHost, DType::kF32, {});

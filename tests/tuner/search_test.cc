@@ -25,8 +25,8 @@ namespace {
 using blocktune::testing::FakeSpec;
 using blocktune::testing::MemorySink;
 
-constexpr Strategy kAllStrategies[] = {Strategy::kExhaustive, Strategy::kRandom, Strategy::kAnneal,
-                                       Strategy::kSurrogate, Strategy::kTransfer, Strategy::kAuto};
+constexpr Strategy kAllStrategies[] = {Strategy::kExhaustive, Strategy::kRandom,   Strategy::kAnneal,
+                                       Strategy::kSurrogate,  Strategy::kTransfer, Strategy::kAuto};
 
 // An 8 x 6 x 4 grid whose valid configs exclude x*y == 12 (so neighbourhoods have holes).
 class GridSpec : public KernelSpec {
@@ -516,7 +516,8 @@ TEST(RunSweep, EveryStrategyResumesWithoutMeasuringAnythingTwice) {
     const SweepRequest request = GridRequest(s, s == Strategy::kExhaustive ? 0 : 15);
     // Transfer gets a prior whose minimum (x = 5) is not this grid's (x = 6), so its resumed
     // search has to replay a path that the measurements bent.
-    const std::vector<Measurement> prior = s == Strategy::kTransfer ? GridPrior(GridSpace(spec), 5) : std::vector<Measurement>{};
+    const std::vector<Measurement> prior =
+        s == Strategy::kTransfer ? GridPrior(GridSpace(spec), 5) : std::vector<Measurement>{};
     MemorySink whole_sink;
     whole_sink.prior = prior;
     OracleEvaluator whole_eval;
@@ -731,7 +732,7 @@ TEST(Timing, RotationSetsExceedTheCacheShareWithinCaps) {
   EXPECT_EQ(RotationSets(1 << 20, 2 << 20, 0, 2, 1), 8);
   // The L3 share of one thread of 2 cores (16 MiB) dominates: 16 sets.
   EXPECT_EQ(RotationSets(1 << 20, 2 << 20, 32 << 20, 2, 1), 16);
-  EXPECT_EQ(RotationSets(1024, 2 << 20, 0, 2, 1), 64);              // capped at 64 sets
+  EXPECT_EQ(RotationSets(1024, 2 << 20, 0, 2, 1), 64);  // capped at 64 sets
   // 50 MiB sets against a 512 MiB L3 share: 11 wanted, 5 fit in 256 MiB.
   EXPECT_EQ(RotationSets(50.0 * (1 << 20), 2 << 20, int64_t{1} << 30, 2, 1), 5);
   EXPECT_EQ(RotationSets(1e9, 2 << 20, 0, 2, 1), 1);
@@ -843,8 +844,8 @@ std::vector<StoredBucket> GridBuckets() {
     const double x = std::log2(static_cast<double>(v[0].second) / 48.0);
     const double y = std::log2(static_cast<double>(v[1].second) / 128.0);
     const double z = std::log2(static_cast<double>(v[2].second) / 128.0);
-    b.configs.push_back(
-        StoredConfig{c, Outcome::kOk, "", 1e6 * (1 + 0.2 * std::pow(x - 2, 2) + 0.1 * std::pow(y - 3, 2) + 0.3 * z * z)});
+    b.configs.push_back(StoredConfig{c, Outcome::kOk, "",
+                                     1e6 * (1 + 0.2 * std::pow(x - 2, 2) + 0.1 * std::pow(y - 3, 2) + 0.3 * z * z)});
   }
   b.configs[0].outcome = Outcome::kInvalid;
   b.configs[0].detail = "block_m too big";
@@ -1006,14 +1007,12 @@ TEST(Simulate, CheckedInExhaustiveSweeps) {
     double bucket_fraction;
     bool beats_random;
   };
-  for (const Expect& e : {Expect{"matmul", Strategy::kAuto, 1.0, true},
-                          Expect{"flash_attention", Strategy::kAuto, 0.9, true},
-                          Expect{"matmul", Strategy::kTransfer, 0.9, true},
-                          Expect{"matmul", Strategy::kAnneal, 0.9, true},
-                          Expect{"matmul", Strategy::kSurrogate, 0.9, true},
-                          Expect{"flash_attention", Strategy::kTransfer, 0.9, true},
-                          Expect{"flash_attention", Strategy::kAnneal, 0.33, false},
-                          Expect{"flash_attention", Strategy::kSurrogate, 0.58, true}}) {
+  for (const Expect& e :
+       {Expect{"matmul", Strategy::kAuto, 1.0, true}, Expect{"flash_attention", Strategy::kAuto, 0.9, true},
+        Expect{"matmul", Strategy::kTransfer, 0.9, true}, Expect{"matmul", Strategy::kAnneal, 0.9, true},
+        Expect{"matmul", Strategy::kSurrogate, 0.9, true}, Expect{"flash_attention", Strategy::kTransfer, 0.9, true},
+        Expect{"flash_attention", Strategy::kAnneal, 0.33, false},
+        Expect{"flash_attention", Strategy::kSurrogate, 0.58, true}}) {
     std::vector<StoredBucket> mine;
     for (const auto& b : *buckets) {
       if (b.kernel == e.kernel) mine.push_back(b);

@@ -40,8 +40,9 @@ std::vector<Item> Items(const std::vector<BucketPlan>& plans) {
 TEST(Shard, UnionOfTheSlicesIsThePlanEachItemOnce) {
   FakeSpec spec;
   const HardwareProfile hw = HardwareProfile::Detect(1);
-  for (auto [strategy, budget] : {std::pair{Strategy::kExhaustive, int64_t{0}}, std::pair{Strategy::kRandom, int64_t{5}},
-                                  std::pair{Strategy::kSurrogate, int64_t{4}}}) {
+  for (auto [strategy, budget] :
+       {std::pair{Strategy::kExhaustive, int64_t{0}}, std::pair{Strategy::kRandom, int64_t{5}},
+        std::pair{Strategy::kSurrogate, int64_t{4}}}) {
     const SweepRequest whole = Request(strategy, budget);
     auto all = PlanSweep(whole, spec, hw);
     ASSERT_TRUE(all) << all.error().ToString();
@@ -65,7 +66,8 @@ TEST(Shard, UnionOfTheSlicesIsThePlanEachItemOnce) {
         }
         if (strategy == Strategy::kSurrogate) {
           // Whole buckets, each with the unsharded plan's budget.
-          for (const auto& p : *plans) EXPECT_EQ(p.evaluations, std::min<int64_t>(4, static_cast<int64_t>(p.valid.size())));
+          for (const auto& p : *plans)
+            EXPECT_EQ(p.evaluations, std::min<int64_t>(4, static_cast<int64_t>(p.valid.size())));
         }
       }
       std::sort(got.begin(), got.end());
@@ -105,7 +107,7 @@ TEST(Shard, ShardedRunsMeasureExactlyWhatOneRunDoesAndDecideNothing) {
     MemorySink sink;
     auto winners = RunSweep(shard, 1, spec, hw, sink, options);
     ASSERT_TRUE(winners) << winners.error().ToString();
-    EXPECT_TRUE(winners->empty());   // winners are chosen after the merge
+    EXPECT_TRUE(winners->empty());     // winners are chosen after the merge
     EXPECT_TRUE(sink.rounds.empty());  // no decision round on a slice
     EXPECT_FALSE(sink.stored.empty());
     for (const auto& m : sink.stored) got.emplace(m.bucket, m.config.ToString());

@@ -194,17 +194,20 @@ TEST(Lookup, FallsBackThroughTheHardwareChainThenToTheDefault) {
   other.config = NamedInts({{"a", 4}, {"b", 1}});
   std::vector<TunedEntry> rows{other, e};
 
-  auto exact = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t2", std::nullopt});
+  auto exact =
+      Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t2", std::nullopt});
   ASSERT_TRUE(exact);
   EXPECT_EQ(exact->source, tables::Source::kTuned);
   EXPECT_EQ(exact->config, e.config);
 
-  auto threads = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t8", std::nullopt});
+  auto threads =
+      Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod1.t8", std::nullopt});
   EXPECT_EQ(threads->source, tables::Source::kTunedFallback);
   EXPECT_EQ(threads->hardware, e.hardware_key);
 
   // Same vendor, other model: both rows match "x86_64.avx512.intel"; the smallest key wins.
-  auto family = Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod9.t1", std::nullopt});
+  auto family =
+      Lookup(spec, rows, {DType::kF32, NamedInts({{"n", 1000}}), "x86_64.avx512.intel.fam6_mod9.t1", std::nullopt});
   EXPECT_EQ(family->source, tables::Source::kTunedFallback);
   EXPECT_EQ(family->hardware, e.hardware_key);
   EXPECT_EQ(family->queried_hardware, "x86_64.avx512.intel.fam6_mod9.t1");

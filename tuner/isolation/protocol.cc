@@ -139,8 +139,8 @@ std::string EncodeResponse(const WorkerResponse& r) {
   if (r.ready) j["ready"] = true;
   if (r.costs.Total() > 0) {
     const EvalCosts& c = r.costs;
-    j["costs"] = {{"timed_s", c.timed_s},     {"calibrate_s", c.calibrate_s}, {"retry_s", c.retry_s},
-                  {"verify_s", c.verify_s},   {"reference_s", c.reference_s}, {"setup_s", c.setup_s},
+    j["costs"] = {{"timed_s", c.timed_s},   {"calibrate_s", c.calibrate_s}, {"retry_s", c.retry_s},
+                  {"verify_s", c.verify_s}, {"reference_s", c.reference_s}, {"setup_s", c.setup_s},
                   {"retries", c.retries}};
   }
   // A kernel's detail text may hold invalid UTF-8; replace rather than fail to encode.

@@ -100,7 +100,7 @@ int RunWorker(int argc, char** argv, const KernelLookup& lookup) {
     return kWorkerExitUsage;
   }
   if (getppid() != static_cast<pid_t>(parent_pid)) return kWorkerExitOrphaned;
-  struct stat st{};
+  struct stat st {};
   if (fstat(kWorkerChannelFd, &st) != 0 || !S_ISSOCK(st.st_mode)) {
     std::fprintf(stderr, "%s: descriptor %d is not the parent's channel\n", argv[0], kWorkerChannelFd);
     return kWorkerExitUsage;

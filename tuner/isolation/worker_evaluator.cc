@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <spawn.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -255,8 +255,8 @@ Status WorkerEvaluator::SpawnAndAwait() {
   posix_spawnattr_setsigmask(&attr, &mask);
   sigset_t defaults;
   sigemptyset(&defaults);
-  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGSEGV, SIGABRT, SIGILL, SIGBUS, SIGFPE,
-                SIGXCPU, SIGXFSZ, SIGALRM, SIGUSR1, SIGUSR2}) {
+  for (int s : {SIGPIPE, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGSEGV, SIGABRT, SIGILL, SIGBUS, SIGFPE, SIGXCPU,
+                SIGXFSZ, SIGALRM, SIGUSR1, SIGUSR2}) {
     sigaddset(&defaults, s);
   }
   posix_spawnattr_setsigdefault(&attr, &defaults);
@@ -264,8 +264,9 @@ Status WorkerEvaluator::SpawnAndAwait() {
 
   const std::string parent = std::to_string(getpid());
   const std::string limit = std::to_string(std::max<int64_t>(options_.memory_limit_bytes, 0));
-  std::vector<char*> argv = {resolved_path_.data(), const_cast<char*>("--parent-pid"), const_cast<char*>(parent.c_str()),
-                             const_cast<char*>("--memory-limit-bytes"), const_cast<char*>(limit.c_str())};
+  std::vector<char*> argv = {resolved_path_.data(), const_cast<char*>("--parent-pid"),
+                             const_cast<char*>(parent.c_str()), const_cast<char*>("--memory-limit-bytes"),
+                             const_cast<char*>(limit.c_str())};
   if (options_.sched_idle) argv.push_back(const_cast<char*>("--sched-idle"));
   for (const std::string& dir : options_.kernel_dirs) {
     argv.push_back(const_cast<char*>("--kernel-dir"));
@@ -323,9 +324,9 @@ Status WorkerEvaluator::AwaitReady() {
   while (true) {
     const double left_s = deadline_s - NowSeconds();
     if (left_s <= 0) {
-      return MakeError(ErrorCode::kDeadlineExceeded, "worker did not start within " +
-                                                         std::to_string(options_.startup_timeout_s) + " s" +
-                                                         OutputTail());
+      return MakeError(
+          ErrorCode::kDeadlineExceeded,
+          "worker did not start within " + std::to_string(options_.startup_timeout_s) + " s" + OutputTail());
     }
     pollfd fds[2];
     nfds_t n = 0;
@@ -371,8 +372,9 @@ void WorkerEvaluator::DrainOutput() {
 }
 
 std::string WorkerEvaluator::OutputTail() const {
-  std::string tail = output_tail_.size() > kDetailTailChars ? output_tail_.substr(output_tail_.size() - kDetailTailChars)
-                                                             : output_tail_;
+  std::string tail = output_tail_.size() > kDetailTailChars
+                         ? output_tail_.substr(output_tail_.size() - kDetailTailChars)
+                         : output_tail_;
   for (char& c : tail) {
     if (c == '\n' || c == '\t') c = ' ';
     if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = '?';
@@ -479,8 +481,8 @@ WorkerEvaluator::Exchange WorkerEvaluator::RoundTripOnce(const WorkerRequest& re
       char buf[160];
       std::snprintf(buf, sizeof buf, "no verdict within %.3f s; worker killed (SIGKILL)", timeout_s);
       if (last_starved_s_ > 0.01) {
-        std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf), " (limit extended by the %.3f s it spent waiting for a CPU)",
-                      last_starved_s_);
+        std::snprintf(buf + std::strlen(buf), sizeof buf - std::strlen(buf),
+                      " (limit extended by the %.3f s it spent waiting for a CPU)", last_starved_s_);
       }
       ex.detail = buf;
       return ex;
@@ -601,12 +603,17 @@ double RunnerTimeout(const EvalRequest& request, size_t requests) {
 
 void WorkerEvaluator::Measure(const EvalRequest& request, const Config& config, Measurement& m) {
   wanted_isa_ = request.isa;
-  WorkerRequest wr{RequestKind::kMeasure, std::string(request.spec->name()), request.problem, request.threads,
-                   request.seed, request.timing, {config}};
-  const double timeout_s =
-      options_.timeout_s > 0         ? options_.timeout_s
-      : request.spec->runner() != nullptr ? RunnerTimeout(request, 1 + std::max(0, request.timing.max_retries))
-                                          : DefaultTimeout(request, 1, options_.min_timeout_s);
+  WorkerRequest wr{RequestKind::kMeasure,
+                   std::string(request.spec->name()),
+                   request.problem,
+                   request.threads,
+                   request.seed,
+                   request.timing,
+                   {config}};
+  const double timeout_s = options_.timeout_s > 0 ? options_.timeout_s
+                           : request.spec->runner() != nullptr
+                               ? RunnerTimeout(request, 1 + std::max(0, request.timing.max_retries))
+                               : DefaultTimeout(request, 1, options_.min_timeout_s);
   Exchange ex = RoundTrip(wr, timeout_s);
   if (!ex.ok) {
     m.outcome = ex.outcome;
@@ -624,8 +631,13 @@ std::vector<Measurement> WorkerEvaluator::MeasureInterleaved(const EvalRequest& 
   wanted_isa_ = request.isa;
   std::vector<Measurement> out(configs.size());
   if (configs.empty()) return out;
-  WorkerRequest wr{RequestKind::kMeasureInterleaved, std::string(request.spec->name()), request.problem,
-                   request.threads, request.seed, request.timing, configs};
+  WorkerRequest wr{RequestKind::kMeasureInterleaved,
+                   std::string(request.spec->name()),
+                   request.problem,
+                   request.threads,
+                   request.seed,
+                   request.timing,
+                   configs};
   const double timeout_s =
       options_.timeout_s > 0 ? options_.timeout_s * static_cast<double>(configs.size())
       : request.spec->runner() != nullptr

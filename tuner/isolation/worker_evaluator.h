@@ -81,8 +81,7 @@ class WorkerEvaluator : public Evaluator {
   void Measure(const EvalRequest& request, const Config& config, Measurement& m) override;
   // One request for all configs. If the worker dies during it, each config is re-measured on
   // its own so only the one responsible gets the bad outcome.
-  std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
-                                              const std::vector<Config>& configs) override;
+  std::vector<Measurement> MeasureInterleaved(const EvalRequest& request, const std::vector<Config>& configs) override;
 
   // Kills the worker; a request in flight ends at once with worker_lost ("aborted"). Safe from
   // any thread, e.g. to stop a daemon without waiting for a long config.
@@ -129,14 +128,14 @@ class WorkerEvaluator : public Evaluator {
 
   WorkerOptions options_;
   std::string resolved_path_;
-  std::mutex mu_;                // guards pid_ against Abort racing a reap
+  std::mutex mu_;  // guards pid_ against Abort racing a reap
   std::atomic<pid_t> pid_{0};
   std::atomic<bool> aborted_{false};
   std::atomic<bool> restart_{false};
   int channel_fd_ = -1;
   int output_fd_ = -1;
   int pidfd_ = -1;
-  std::string output_tail_;     // last kOutputTailBytes of the worker's stdout/stderr
+  std::string output_tail_;  // last kOutputTailBytes of the worker's stdout/stderr
   // ISA level the next request needs (EvalRequest::isa) and the one the running worker was
   // started with; a worker is pinned to its level by its environment, so a change restarts it.
   std::string wanted_isa_;

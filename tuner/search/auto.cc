@@ -27,8 +27,12 @@ class LocalSearch final : public SearchStrategy {
  public:
   LocalSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed, int64_t budget,
               const SearchPrior& prior)
-      : space_(space), start_(start), rng_(seed), budget_(std::max<int64_t>(budget, 1)),
-        asked_(space.size(), false), cost_(space.size(), std::numeric_limits<double>::quiet_NaN()) {
+      : space_(space),
+        start_(start),
+        rng_(seed),
+        budget_(std::max<int64_t>(budget, 1)),
+        asked_(space.size(), false),
+        cost_(space.size(), std::numeric_limits<double>::quiet_NaN()) {
     const size_t dims = space.dims();
     scaled_.resize(space.size() * dims);
     for (size_t i = 0; i < space.size(); ++i) {
@@ -258,8 +262,7 @@ class LocalSearch final : public SearchStrategy {
     }
     for (size_t k = open.size(); k > 1; --k) std::swap(open[k - 1], open[rng_.Below(k)]);
     if (momentum_) {
-      if (auto n = space_.Step(from, momentum_->dim, momentum_->dir);
-          n && !asked_[*n] && LooksFeasible(*n)) {
+      if (auto n = space_.Step(from, momentum_->dim, momentum_->dir); n && !asked_[*n] && LooksFeasible(*n)) {
         return n;
       }
     }

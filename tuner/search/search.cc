@@ -113,7 +113,10 @@ class History {
 class AnnealSearch final : public SearchStrategy {
  public:
   AnnealSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed, int64_t budget)
-      : space_(space), start_(start), rng_(seed), history_(space.size()),
+      : space_(space),
+        start_(start),
+        rng_(seed),
+        history_(space.size()),
         stall_limit_(std::max<int64_t>(16, budget / 5)) {}
 
   std::optional<size_t> Ask() override {
@@ -226,8 +229,8 @@ class AnnealSearch final : public SearchStrategy {
 // non-degenerate design of dims + 1 points around a config that is usually good) before the
 // model is trusted. In a large space (over 1,024 configs or over 4 parameters: an external GPU
 // kernel's) the design is instead the default and max(dims + 1, budget / 5) uniformly random
-// configs (the same rule as auto's plan choice, auto.h): around the default it measured 0.708 of the optimum at 25 evaluations on a
-// 17,956-config GEMM space where random search reached 0.908 (docs/search.md).
+// configs (the same rule as auto's plan choice, auto.h): around the default it measured 0.708 of the optimum at 25
+// evaluations on a 17,956-config GEMM space where random search reached 0.908 (docs/search.md).
 //
 // Failures are modelled by their nearest neighbour: an unmeasured config closer (in the scaled
 // coordinates) to a failed config than to a passing one is not picked while another is left.
@@ -237,8 +240,13 @@ class AnnealSearch final : public SearchStrategy {
 class SurrogateSearch final : public SearchStrategy {
  public:
   SurrogateSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed, int64_t budget)
-      : space_(space), rng_(seed), history_(space.size()), budget_(std::max<int64_t>(budget, 1)),
-        nearest_d2_(space.size(), kInf), nearest_ok_d2_(space.size(), kInf), nearest_fail_d2_(space.size(), kInf) {
+      : space_(space),
+        rng_(seed),
+        history_(space.size()),
+        budget_(std::max<int64_t>(budget, 1)),
+        nearest_d2_(space.size(), kInf),
+        nearest_ok_d2_(space.size(), kInf),
+        nearest_fail_d2_(space.size(), kInf) {
     // Scaled coordinates once (SearchSpace::Scaled takes logs per call): NoteAsked and
     // Features read them for every config on every ask.
     scaled_.resize(space.size() * space.dims());
@@ -430,12 +438,12 @@ class SurrogateSearch final : public SearchStrategy {
   std::vector<size_t> design_;
   size_t design_next_ = 0;
   std::vector<size_t> told_;
-  std::vector<double> nearest_d2_;  // by config: squared scaled distance to the nearest asked one
+  std::vector<double> nearest_d2_;       // by config: squared scaled distance to the nearest asked one
   std::vector<double> nearest_ok_d2_;    // ... to the nearest one that passed
   std::vector<double> nearest_fail_d2_;  // ... to the nearest one that failed
   bool any_failed_ = false;
-  bool large_ = false;  // over 1,024 configs or over 4 parameters: random design, failures in the fit
-  std::vector<double> scaled_;      // config-major: SearchSpace::Scaled(i, d) at [i * dims + d]
+  bool large_ = false;          // over 1,024 configs or over 4 parameters: random design, failures in the fit
+  std::vector<double> scaled_;  // config-major: SearchSpace::Scaled(i, d) at [i * dims + d]
 };
 
 // ----------------------------------------------------------------------------------------
@@ -510,8 +518,8 @@ class TransferSearch final : public SearchStrategy {
   std::string Explain() const override {
     if (names_.empty()) return "transfer: no prior stored, searched as surrogate";
     if (fallback_) {
-      return "transfer: prior of " + Buckets() + " covers " + std::to_string(covered_) +
-             " of " + std::to_string(space_.size()) + " configs, searched as surrogate";
+      return "transfer: prior of " + Buckets() + " covers " + std::to_string(covered_) + " of " +
+             std::to_string(space_.size()) + " configs, searched as surrogate";
     }
     const auto lw = LogPosterior();
     const double top = *std::max_element(lw.begin(), lw.end());
@@ -535,9 +543,7 @@ class TransferSearch final : public SearchStrategy {
  private:
   static constexpr double kMisrankPenalty = 5.0;
 
-  std::string Buckets() const {
-    return std::to_string(names_.size()) + (names_.size() == 1 ? " bucket" : " buckets");
-  }
+  std::string Buckets() const { return std::to_string(names_.size()) + (names_.size() == 1 ? " bucket" : " buckets"); }
   static constexpr double kMinCoverage = 0.5;
 
   // Posterior log weight of each prior bucket given the finite costs measured so far.
@@ -594,16 +600,15 @@ class TransferSearch final : public SearchStrategy {
   SplitMix64 rng_;
   History history_;
   std::unique_ptr<SearchStrategy> fallback_;
-  std::vector<std::string> names_;              // per prior bucket
-  size_t covered_ = 0;                          // configs of this space some prior bucket measured
-  std::vector<double> log_prior_;               // per prior bucket
-  std::vector<std::vector<double>> relative_;   // [prior bucket][config] relative log cost, inf if unmeasured
+  std::vector<std::string> names_;             // per prior bucket
+  size_t covered_ = 0;                         // configs of this space some prior bucket measured
+  std::vector<double> log_prior_;              // per prior bucket
+  std::vector<std::vector<double>> relative_;  // [prior bucket][config] relative log cost, inf if unmeasured
 };
 
 }  // namespace
 
-SearchSpace::SearchSpace(const std::vector<ParamSpec>& params, std::vector<Config> valid)
-    : configs_(std::move(valid)) {
+SearchSpace::SearchSpace(const std::vector<ParamSpec>& params, std::vector<Config> valid) : configs_(std::move(valid)) {
   for (const auto& p : params) {
     values_.push_back(p.candidates);
     categorical_.push_back(p.categorical);
@@ -683,8 +688,7 @@ int64_t EvaluationBudget(Strategy strategy, int64_t requested, size_t space_size
     case Strategy::kAnneal:
     case Strategy::kSurrogate:
     case Strategy::kTransfer:
-    case Strategy::kAuto:
-      return std::min(n, requested > 0 ? requested : std::max<int64_t>(8, (n + 9) / 10));
+    case Strategy::kAuto: return std::min(n, requested > 0 ? requested : std::max<int64_t>(8, (n + 9) / 10));
   }
   return n;
 }
@@ -696,8 +700,7 @@ std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace&
     // space order a slow drift of the machine's speed during the sweep would show up as a
     // trend along the outermost parameter and mislead anyone reading the landscape.
     case Strategy::kExhaustive:
-    case Strategy::kRandom:
-      return std::make_unique<ListSearch>(RandomOrder(space.size(), start, space.size(), seed));
+    case Strategy::kRandom: return std::make_unique<ListSearch>(RandomOrder(space.size(), start, space.size(), seed));
     case Strategy::kAnneal: return std::make_unique<AnnealSearch>(space, start, seed, budget);
     case Strategy::kSurrogate: return std::make_unique<SurrogateSearch>(space, start, seed, budget);
     case Strategy::kTransfer: return std::make_unique<TransferSearch>(space, start, seed, budget, prior);
@@ -773,14 +776,14 @@ PriorLayout LayOutPrior(const SearchPrior& prior, const SearchSpace& space) {
   return layout;
 }
 
-std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config,
-                                Strategy strategy, int64_t budget, uint64_t seed) {
+std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config, Strategy strategy,
+                                int64_t budget, uint64_t seed) {
   std::optional<size_t> first;
   for (size_t i = 0; i < valid_space.size(); ++i) {
     if (valid_space[i] == default_config) first = i;
   }
-  const auto want = static_cast<size_t>(EvaluationBudget(strategy == Strategy::kExhaustive ? strategy : Strategy::kRandom,
-                                                         budget, valid_space.size()));
+  const auto want = static_cast<size_t>(
+      EvaluationBudget(strategy == Strategy::kExhaustive ? strategy : Strategy::kRandom, budget, valid_space.size()));
   std::vector<Config> plan;
   for (size_t i : RandomOrder(valid_space.size(), first, want, seed)) plan.push_back(valid_space[i]);
   return plan;

@@ -128,7 +128,7 @@ std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace&
 // The static plans of exhaustive and random, in the order they ask: the default config first,
 // then a seeded random order; exhaustive takes every config, random the first `budget` (0
 // means 32), i.e. a uniform sample without replacement.
-std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config,
-                                Strategy strategy, int64_t budget, uint64_t seed);
+std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config, Strategy strategy,
+                                int64_t budget, uint64_t seed);
 
 }  // namespace blocktune::tuner

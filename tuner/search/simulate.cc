@@ -55,8 +55,8 @@ Result<Oracle> MakeOracle(const StoredBucket& b) {
 // One run: best-so-far ratio after each evaluation (budget entries; padded with the last
 // value if the strategy stops early).
 // `asked`, when given, receives the configs measured, in order.
-std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, int64_t budget,
-                           const SearchPrior& prior, std::vector<size_t>* asked = nullptr) {
+std::vector<double> Replay(const Oracle& o, Strategy strategy, uint64_t seed, int64_t budget, const SearchPrior& prior,
+                           std::vector<size_t>* asked = nullptr) {
   auto search = MakeSearch(strategy, o.space, o.start, seed, budget, prior);
   std::vector<double> curve;
   double best = 0;
@@ -252,7 +252,8 @@ Result<std::vector<StoredBucket>> ParseStoredBuckets(std::string_view text) {
       line.remove_prefix(tab + 1);
     }
     const std::string where = "line " + std::to_string(line_no);
-    if (f.size() != 7) return InvalidArgument(where + ": expected 7 tab-separated fields, got " + std::to_string(f.size()));
+    if (f.size() != 7)
+      return InvalidArgument(where + ": expected 7 tab-separated fields, got " + std::to_string(f.size()));
     auto dtype = ParseDType(f[2]);
     auto config = NamedInts::Parse(f[4]);
     std::optional<Outcome> outcome;
@@ -292,11 +293,11 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
     auto oracle = MakeOracle(b);
     if (!oracle) return std::unexpected(oracle.error());
     // Rounded up: 10% of a 48-config space is 5 evaluations, not 4.
-    budgets.push_back(options.budget > 0
-                          ? std::min<int64_t>(options.budget, static_cast<int64_t>(oracle->space.size()))
-                          : std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
-                                                     options.budget_fraction * static_cast<double>(oracle->space.size()) -
-                                                     1e-9))));
+    budgets.push_back(
+        options.budget > 0
+            ? std::min<int64_t>(options.budget, static_cast<int64_t>(oracle->space.size()))
+            : std::max<int64_t>(1, static_cast<int64_t>(std::ceil(
+                                       options.budget_fraction * static_cast<double>(oracle->space.size()) - 1e-9))));
     oracles.push_back(std::move(*oracle));
     if (transfer) {
       const KernelSpec& spec = *FindKernel(b.kernel);  // MakeOracle checked it exists
@@ -369,8 +370,8 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
         }
         add_external(i, prior);
         std::vector<size_t> asked;
-        curves[i].push_back(
-            Replay(oracles[i], options.strategy, options.first_seed + static_cast<uint64_t>(k), budgets[i], prior, &asked));
+        curves[i].push_back(Replay(oracles[i], options.strategy, options.first_seed + static_cast<uint64_t>(k),
+                                   budgets[i], prior, &asked));
         measured[i] = prior_of(i, &asked);
       }
     }
@@ -479,9 +480,10 @@ AgreementReport Agreement(const std::vector<std::pair<std::string, Config>>& cho
 
 }  // namespace
 
-AgreementReport CompareChoices(const std::vector<StoredBucket>& a, const std::vector<std::pair<std::string, Config>>& chosen_a,
-                               const std::vector<StoredBucket>& b, const std::vector<std::pair<std::string, Config>>& chosen_b,
-                               double tolerance) {
+AgreementReport CompareChoices(const std::vector<StoredBucket>& a,
+                               const std::vector<std::pair<std::string, Config>>& chosen_a,
+                               const std::vector<StoredBucket>& b,
+                               const std::vector<std::pair<std::string, Config>>& chosen_b, double tolerance) {
   const auto median_of = [](const std::vector<StoredBucket>& sweep, const std::string& bucket,
                             const Config& c) -> std::optional<double> {
     for (const StoredBucket& sb : sweep) {
@@ -508,18 +510,18 @@ AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int thread
                                  const std::vector<std::pair<std::string, Config>>& chosen_a,
                                  const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
                                  const TimingOptions& timing, double tolerance) {
-  return Agreement(chosen_a, chosen_b, tolerance, 'R',
-                   [&](const std::string& bucket, const Config& ca, const Config& cb) -> std::optional<Judgement> {
-                     auto problem = spec.ProblemFromBucket(dtype, bucket);
-                     if (!problem) return std::nullopt;
-                     const EvalRequest request{&spec, *problem, threads, 1, timing, /*isa=*/{}};
-                     const auto t = evaluator.MeasureInterleaved(request, {ca, cb});
-                     if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk ||
-                         t[1].median_ns <= 0) {
-                       return std::nullopt;
-                     }
-                     return Judgement{t[0].median_ns / t[1].median_ns - 1, 'R'};
-                   });
+  return Agreement(
+      chosen_a, chosen_b, tolerance, 'R',
+      [&](const std::string& bucket, const Config& ca, const Config& cb) -> std::optional<Judgement> {
+        auto problem = spec.ProblemFromBucket(dtype, bucket);
+        if (!problem) return std::nullopt;
+        const EvalRequest request{&spec, *problem, threads, 1, timing, /*isa=*/{}};
+        const auto t = evaluator.MeasureInterleaved(request, {ca, cb});
+        if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk || t[1].median_ns <= 0) {
+          return std::nullopt;
+        }
+        return Judgement{t[0].median_ns / t[1].median_ns - 1, 'R'};
+      });
 }
 
 }  // namespace blocktune::tuner

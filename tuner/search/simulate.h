@@ -63,9 +63,9 @@ struct SimulateOptions {
   // Evaluations per bucket when > 0 (capped at the bucket's space), instead of the fraction:
   // the fixed budgets the literature reports (25 ... 800 evaluations).
   int64_t budget = 0;
-  int seeds = 20;                // runs per bucket, seeds first_seed .. first_seed + seeds - 1
+  int seeds = 20;  // runs per bucket, seeds first_seed .. first_seed + seeds - 1
   uint64_t first_seed = 1;
-  double threshold = 0.98;       // best-found / optimum counted as a hit at or above this
+  double threshold = 0.98;  // best-found / optimum counted as a hit at or above this
   // Transfer's prior. false: every other bucket of the same kernel, hardware and dtype in the
   // data, fully measured (a sweep after an exhaustive one). true: only the buckets before this
   // one in the data, and of those only what this replay's own search measured (one sweep of
@@ -78,9 +78,9 @@ struct SimulateOptions {
 };
 
 struct StrategyScore {
-  double mean_ratio = 0;      // optimum_ns / best_found_ns, averaged over seeds (1 = optimum found)
-  double min_ratio = 0;       // worst seed
-  double hit_fraction = 0;    // seeds whose ratio >= threshold
+  double mean_ratio = 0;    // optimum_ns / best_found_ns, averaged over seeds (1 = optimum found)
+  double min_ratio = 0;     // worst seed
+  double hit_fraction = 0;  // seeds whose ratio >= threshold
   // Mean ratio after 1, 2, ..., budget evaluations.
   std::vector<double> curve;
   std::vector<double> best_ns;  // per seed, the best median found within the budget
@@ -139,9 +139,9 @@ struct BucketAgreement {
   std::string bucket;
   Config chosen_a;
   Config chosen_b;
-  double slowdown = 0;  // median(A's choice) / median(B's choice) - 1 on the judging sweep; may be < 0
+  double slowdown = 0;   // median(A's choice) / median(B's choice) - 1 on the judging sweep; may be < 0
   char judged_by = 'B';  // 'A', 'B', or 'R': re-timed side by side (RemeasureChoices)
-  bool within = false;  // |slowdown| <= tolerance
+  bool within = false;   // |slowdown| <= tolerance
 };
 
 struct AgreementReport {
@@ -151,9 +151,10 @@ struct AgreementReport {
   std::vector<std::string> unjudged;  // buckets where neither sweep measured the other's choice
 };
 
-AgreementReport CompareChoices(const std::vector<StoredBucket>& a, const std::vector<std::pair<std::string, Config>>& chosen_a,
-                               const std::vector<StoredBucket>& b, const std::vector<std::pair<std::string, Config>>& chosen_b,
-                               double tolerance);
+AgreementReport CompareChoices(const std::vector<StoredBucket>& a,
+                               const std::vector<std::pair<std::string, Config>>& chosen_a,
+                               const std::vector<StoredBucket>& b,
+                               const std::vector<std::pair<std::string, Config>>& chosen_b, double tolerance);
 
 // The same comparison judged by timing both choices again, side by side in this process with
 // their repetitions interleaved (Evaluator::MeasureInterleaved at each bucket's representative

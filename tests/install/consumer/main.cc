@@ -19,7 +19,8 @@ namespace table = blocktune::tables::matmul;
 namespace kern = blocktune::kernels;
 
 // C = A * B in double, row-major, written here rather than taken from the library.
-std::vector<float> Reference(int64_t m, int64_t n, int64_t k, const std::vector<float>& a, const std::vector<float>& b) {
+std::vector<float> Reference(int64_t m, int64_t n, int64_t k, const std::vector<float>& a,
+                             const std::vector<float>& b) {
   std::vector<float> c(static_cast<size_t>(m * n));
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t j = 0; j < n; ++j) {

@@ -77,12 +77,20 @@ struct BucketName {
 };
 
 template <std::size_t N>
-bool operator==(const BucketName<N>& a, std::string_view b) { return a.str() == b; }
+bool operator==(const BucketName<N>& a, std::string_view b) {
+  return a.str() == b;
+}
 template <std::size_t N>
-bool operator==(std::string_view a, const BucketName<N>& b) { return b.str() == a; }
+bool operator==(std::string_view a, const BucketName<N>& b) {
+  return b.str() == a;
+}
 template <std::size_t N>
-bool operator!=(const BucketName<N>& a, std::string_view b) { return !(a == b); }
+bool operator!=(const BucketName<N>& a, std::string_view b) {
+  return !(a == b);
+}
 template <std::size_t N>
-bool operator!=(std::string_view a, const BucketName<N>& b) { return !(b == a); }
+bool operator!=(std::string_view a, const BucketName<N>& b) {
+  return !(b == a);
+}
 
 }  // namespace blocktune::tables

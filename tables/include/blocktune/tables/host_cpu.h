@@ -17,7 +17,7 @@ namespace blocktune::tables {
 
 struct HostCpu {
   std::string arch = "unknown";
-  std::string isa = "base";    // "avx512" (F+BW+DQ+VL), "avx2" (AVX2+FMA), "base"
+  std::string isa = "base";  // "avx512" (F+BW+DQ+VL), "avx2" (AVX2+FMA), "base"
   std::string vendor = "unknown";
   int family = 0;
   int model = 0;
@@ -60,13 +60,12 @@ inline HostCpu DetectNativeCpu() {
     const int base_family = static_cast<int>((a >> 8) & 0xf);
     const int base_model = static_cast<int>((a >> 4) & 0xf);
     cpu.family = base_family == 0xf ? base_family + static_cast<int>((a >> 20) & 0xff) : base_family;
-    cpu.model = (base_family == 0x6 || base_family == 0xf)
-                    ? (static_cast<int>((a >> 16) & 0xf) << 4) + base_model
-                    : base_model;
+    cpu.model =
+        (base_family == 0x6 || base_family == 0xf) ? (static_cast<int>((a >> 16) & 0xf) << 4) + base_model : base_model;
   }
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl")) {
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl")) {
     cpu.isa = "avx512";
   } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     cpu.isa = "avx2";
@@ -91,8 +90,8 @@ inline HostCpu DetectHostCpu() {
 }
 
 inline std::string HardwareKey(const HostCpu& cpu, int threads) {
-  return cpu.arch + "." + cpu.isa + "." + cpu.vendor + ".fam" + std::to_string(cpu.family) +
-         "_mod" + std::to_string(cpu.model) + ".t" + std::to_string(threads);
+  return cpu.arch + "." + cpu.isa + "." + cpu.vendor + ".fam" + std::to_string(cpu.family) + "_mod" +
+         std::to_string(cpu.model) + ".t" + std::to_string(threads);
 }
 
 // The ISA level a key names (its second component: "avx2" in x86_64.avx2.amd.fam25_mod1.t2);

@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "source.h"
-#include "hardware_key.h"
-#include "host_cpu.h"
 #include "bucket.h"
+#include "hardware_key.h"
 #include "hash_table.h"
+#include "host_cpu.h"
+#include "source.h"
 
 #ifndef BLOCKTUNE_TABLES_NOINLINE
 // Keeps a rarely taken path (resolving a key the first time) out of the lookup it would bloat.
@@ -185,8 +185,7 @@ struct IndexView {
   // The choices of (name, dtype, bucket); null if no row has them. `base` is the bucket's
   // BucketHashBase.
   template <typename B>
-  const Choice<Bucket>* FindChoice(std::uint64_t base, std::uint32_t name, std::uint32_t dtype,
-                                   const B& bucket) const {
+  const Choice<Bucket>* FindChoice(std::uint64_t base, std::uint32_t name, std::uint32_t dtype, const B& bucket) const {
     const std::uint32_t id = choice_table.Find(ChoiceHash(base, name, dtype), [&](std::uint32_t c) {
       const Choice<Bucket>& x = choices[c];
       return x.name == name && x.dtype == dtype && BucketEqual(x.bucket, bucket);
@@ -301,9 +300,8 @@ struct IndexData {
   HashTableData choice_table;
 
   IndexView<Bucket> view() const {
-    return {names.data(),   names.size(),  name_depth.data(), prefix.data(),  prefix_width,
-            name_table.view(), dtypes.data(), dtypes.size(),     choices.data(), choices.size(),
-            choice_table.view()};
+    return {names.data(),  names.size(),  name_depth.data(), prefix.data(),  prefix_width,       name_table.view(),
+            dtypes.data(), dtypes.size(), choices.data(),    choices.size(), choice_table.view()};
   }
 };
 
@@ -359,13 +357,14 @@ IndexData<Bucket> BuildIndex(const std::vector<IndexRow<Bucket>>& rows) {
   std::vector<Offer> offers;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
-    const auto dtype = static_cast<std::uint32_t>(std::lower_bound(x.dtypes.begin(), x.dtypes.end(), r.dtype) -
-                                                  x.dtypes.begin());
+    const auto dtype =
+        static_cast<std::uint32_t>(std::lower_bound(x.dtypes.begin(), x.dtypes.end(), r.dtype) - x.dtypes.begin());
     const std::uint32_t key = name_id(r.hardware);
     const std::uint32_t depth = x.name_depth[key];
     for (std::uint32_t d = 1; d <= depth; ++d) {
       if (d == depth || d >= 3) {
-        offers.push_back({dtype, &r.bucket, x.prefix[key * x.prefix_width + d - 1], key, static_cast<std::uint32_t>(i)});
+        offers.push_back(
+            {dtype, &r.bucket, x.prefix[key * x.prefix_width + d - 1], key, static_cast<std::uint32_t>(i)});
       }
     }
   }

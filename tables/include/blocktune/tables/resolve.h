@@ -27,12 +27,12 @@
 //   row_index.h      an index built at run time over rows in memory (the daemon's rows from SQLite)
 #pragma once
 
-#include "source.h"
-#include "hardware_key.h"
-#include "host_cpu.h"
 #include "bucket.h"
+#include "hardware_key.h"
 #include "hash_table.h"
+#include "host_cpu.h"
 #include "index.h"
 #include "query_memo.h"
-#include "table_lookup.h"
 #include "row_index.h"
+#include "source.h"
+#include "table_lookup.h"

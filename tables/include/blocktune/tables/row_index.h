@@ -50,8 +50,8 @@ struct Match {
 
 // One-off resolution over a row sequence (indexes it first; hold a RowIndex to resolve many).
 template <typename Rows>
-auto ResolveRow(const Rows& rows, std::string_view hardware_key, std::string_view dtype,
-                std::string_view bucket) -> Match<typename Rows::value_type> {
+auto ResolveRow(const Rows& rows, std::string_view hardware_key, std::string_view dtype, std::string_view bucket)
+    -> Match<typename Rows::value_type> {
   const RowIndex index(rows);
   const Resolution r = index.Resolve(hardware_key, dtype, bucket);
   Match<typename Rows::value_type> m;

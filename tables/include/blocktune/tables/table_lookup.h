@@ -71,8 +71,8 @@ TableLookup<Row, NDims> AnswerFrom(const std::array<Row, NRows>& rows, const std
   const int levels = static_cast<int>(r.level);
   if (r.row == kNoId) return {default_config, Source::kDefault, {}, queried, levels, bucket, 0.0, nullptr, {}, false};
   const Row& row = rows[r.row];
-  return {row.config, SourceOf(r), row.hardware, queried, levels, bucket, row.median_ns, &row, row.fingerprint,
-          stale[r.row]};
+  return {row.config, SourceOf(r),   row.hardware, queried,         levels,
+          bucket,     row.median_ns, &row,         row.fingerprint, stale[r.row]};
 }
 
 template <std::size_t NDims>
