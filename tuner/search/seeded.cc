@@ -55,7 +55,7 @@ class SeededSearch final : public SearchStrategy {
   std::unique_ptr<SearchStrategy> inner_;
   std::vector<size_t> seeds_;
   size_t next_seed_ = 0;
-  bool last_was_seed_ = false;  // whether the config last asked (the one told next) was a seed
+  bool last_was_seed_ = false;              // whether the config last asked (the one told next) was a seed
   std::map<size_t, Observation> observed_;  // every config measured so far, seeds or the inner's
   int seeds_told_ = 0;
   int seeds_ok_ = 0;
