@@ -71,8 +71,7 @@ Result<IsaOps<Ops>> OpsForIsa(std::string_view isa) {
     return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
   }
   if (ops == nullptr || !HostCanRun(isa)) {
-    return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
-                     "isa");
+    return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel", "isa");
   }
   HardwareProfile hw = HostHardware();
   hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);

@@ -27,8 +27,7 @@ struct Ops {
   // One online-softmax step over the kb rows of s: masks (if `masked`, lane c of row j is
   // masked iff c < j + mask_base), updates the running max m and sum l, writes the rescale
   // factor alpha = exp(m_old - m_new) and replaces s by p = exp(s - m_new) (0 where masked).
-  void (*softmax)(float* s, int64_t kb, int cols, float* m, float* l, float* alpha, bool masked,
-                  int64_t mask_base);
+  void (*softmax)(float* s, int64_t kb, int cols, float* m, float* l, float* alpha, bool masked, int64_t mask_base);
   // ot[d][c] = alpha[c] * ot[d][c] + sum_j v[j*ldv + d] * p[j][c] for d < head_dim.
   void (*pv)(const float* v, int64_t ldv, const float* p, int64_t kb, int cols, int64_t head_dim, float* ot,
              const float* alpha);
