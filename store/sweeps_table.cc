@@ -3,6 +3,10 @@
 
 #include <unistd.h>
 
+#include <iterator>
+#include <string>
+#include <vector>
+
 #include "store/rows.h"
 #include "store/tasks_table.h"
 
@@ -23,11 +27,20 @@ constexpr char kSweepColumns[] =
     "s.progress_done, s.progress_total, s.error, s.created_at, COALESCE(s.started_at, ''), "
     "COALESCE(s.finished_at, ''), h.hardware_key, s.budget_seconds, s.env_load_average, s.env_affinity, "
     "s.env_governor, s.env_compiler, s.env_build_flags, s.tool_version, s.uid, s.host, s.shard_index, "
-    "s.shard_count, s.imported, s.bucket_version, b.sweep_id IS NOT NULL, b.wall_s, b.timed_s, b.calibrate_s, "
-    "b.retry_s, b.verify_s, b.reference_s, b.setup_s, b.spawn_s, b.transport_s, b.lost_s, b.store_s, b.search_s, "
-    "b.decision_s, b.measured, b.spawns, b.retries "
-    "FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id "
-    "LEFT JOIN sweep_breakdowns b ON b.sweep_id = s.id ";
+    "s.shard_count, s.imported, s.bucket_version, b.sweep_id IS NOT NULL, b.wall_s, b.store_s, b.search_s, "
+    "b.decision_s, b.measured, b.spawns, b.retries";
+// Then the evaluator's phases, one column each (tuner::kEvalPhases), and the joins.
+constexpr int kFirstPhaseColumn = 37;
+const std::string& SweepColumns() {
+  static const std::string sql = [] {
+    std::string s = kSweepColumns;
+    for (const tuner::EvalPhase& p : tuner::kEvalPhases) s += std::string(", b.") + p.name;
+    return s +
+           " FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id "
+           "LEFT JOIN sweep_breakdowns b ON b.sweep_id = s.id ";
+  }();
+  return sql;
+}
 constexpr char kSetPriorProfileSql[] =
     "INSERT INTO sweep_prior_profiles (sweep_id, hardware_key, correlation, shared, log_weight) VALUES (?, ?, ?, ?, ?) "
     "ON CONFLICT (sweep_id, hardware_key) DO UPDATE SET correlation = excluded.correlation, shared = excluded.shared, "
@@ -35,18 +48,25 @@ constexpr char kSetPriorProfileSql[] =
 constexpr char kSelectPriorProfilesSql[] =
     "SELECT hardware_key, correlation, shared, log_weight FROM sweep_prior_profiles WHERE sweep_id = ? "
     "ORDER BY hardware_key";
-constexpr char kAddBreakdownSql[] =
-    "INSERT INTO sweep_breakdowns (sweep_id, wall_s, timed_s, calibrate_s, retry_s, verify_s, reference_s, setup_s, "
-    "spawn_s, transport_s, lost_s, store_s, search_s, decision_s, measured, spawns, retries) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) "
-    "ON CONFLICT (sweep_id) DO UPDATE SET wall_s = wall_s + excluded.wall_s, timed_s = timed_s + excluded.timed_s, "
-    "calibrate_s = calibrate_s + excluded.calibrate_s, retry_s = retry_s + excluded.retry_s, "
-    "verify_s = verify_s + excluded.verify_s, reference_s = reference_s + excluded.reference_s, "
-    "setup_s = setup_s + excluded.setup_s, spawn_s = spawn_s + excluded.spawn_s, "
-    "transport_s = transport_s + excluded.transport_s, lost_s = lost_s + excluded.lost_s, "
-    "store_s = store_s + excluded.store_s, search_s = search_s + excluded.search_s, "
-    "decision_s = decision_s + excluded.decision_s, measured = measured + excluded.measured, "
-    "spawns = spawns + excluded.spawns, retries = retries + excluded.retries";
+// Adds a part of a sweep's breakdown to its row: sweep_id, then every column below in order
+// (the engine's, then the evaluator's phases), each summed on conflict.
+constexpr const char* kBreakdownEngineColumns[] = {"wall_s",   "store_s", "search_s", "decision_s",
+                                                   "measured", "spawns",  "retries"};
+const std::string& AddBreakdownSql() {
+  static const std::string sql = [] {
+    std::vector<std::string> columns(std::begin(kBreakdownEngineColumns), std::end(kBreakdownEngineColumns));
+    for (const tuner::EvalPhase& p : tuner::kEvalPhases) columns.push_back(p.name);
+    std::string names = "sweep_id", values = "?", sums;
+    for (const std::string& c : columns) {
+      names += ", " + c;
+      values += ", ?";
+      sums += (sums.empty() ? "" : ", ") + c + " = " + c + " + excluded." + c;
+    }
+    return "INSERT INTO sweep_breakdowns (" + names + ") VALUES (" + values +
+           ") ON CONFLICT (sweep_id) DO UPDATE SET " + sums;
+  }();
+  return sql;
+}
 constexpr char kSelectSweepSql[] = "WHERE s.id = ?";
 constexpr char kSelectSweepsSql[] = "WHERE (? = '' OR s.status = ?) ORDER BY s.id LIMIT ?";
 constexpr char kSelectSweepPageSql[] = "WHERE (? = '' OR s.status = ?) AND s.id > ? ORDER BY s.id LIMIT ?";
@@ -151,21 +171,14 @@ Result<SweepRecord> ReadSweep(const Statement& st) {
   if (st.Int(29) != 0) {
     tuner::SweepBreakdown b;
     b.wall_s = st.Double(30);
-    b.eval.timed_s = st.Double(31);
-    b.eval.calibrate_s = st.Double(32);
-    b.eval.retry_s = st.Double(33);
-    b.eval.verify_s = st.Double(34);
-    b.eval.reference_s = st.Double(35);
-    b.eval.setup_s = st.Double(36);
-    b.eval.spawn_s = st.Double(37);
-    b.eval.transport_s = st.Double(38);
-    b.eval.lost_s = st.Double(39);
-    b.store_s = st.Double(40);
-    b.search_s = st.Double(41);
-    b.decision_s = st.Double(42);
-    b.measured = st.Int(43);
-    b.eval.spawns = st.Int(44);
-    b.eval.retries = st.Int(45);
+    b.store_s = st.Double(31);
+    b.search_s = st.Double(32);
+    b.decision_s = st.Double(33);
+    b.measured = st.Int(34);
+    b.eval.spawns = st.Int(35);
+    b.eval.retries = st.Int(36);
+    int column = kFirstPhaseColumn;
+    for (const tuner::EvalPhase& p : tuner::kEvalPhases) b.eval.*p.seconds = st.Double(column++);
     r.breakdown = b;
   }
   return r;
@@ -252,7 +265,7 @@ Result<CreatedSweep> SweepsTable::Create(const tuner::SweepRequest& request, int
 
 Result<SweepRecord> SweepsTable::Get(int64_t id) {
   auto lock = db_.Lock();
-  auto st = db_.conn().Prepare(std::string(kSweepColumns) + kSelectSweepSql);
+  auto st = db_.conn().Prepare(SweepColumns() + kSelectSweepSql);
   if (!st) return std::unexpected(st.error());
   st->Bind(1, id);
   auto row = st->Step();
@@ -274,7 +287,7 @@ Result<SweepRecord> SweepsTable::Get(int64_t id) {
 
 Result<std::vector<SweepRecord>> SweepsTable::List(std::optional<SweepStatus> status, int64_t limit) {
   auto lock = db_.Lock();
-  auto st = db_.conn().Prepare(std::string(kSweepColumns) + kSelectSweepsSql);
+  auto st = db_.conn().Prepare(SweepColumns() + kSelectSweepsSql);
   if (!st) return std::unexpected(st.error());
   const std::string_view s = status ? SweepStatusName(*status) : "";
   st->Bind(1, s).Bind(2, s).Bind(3, limit);
@@ -284,7 +297,7 @@ Result<std::vector<SweepRecord>> SweepsTable::List(std::optional<SweepStatus> st
 Result<std::vector<SweepRecord>> SweepsTable::ListPage(std::optional<SweepStatus> status, int64_t after_id,
                                                        int64_t limit) {
   auto lock = db_.Lock();
-  auto st = db_.conn().Prepare(std::string(kSweepColumns) + kSelectSweepPageSql);
+  auto st = db_.conn().Prepare(SweepColumns() + kSelectSweepPageSql);
   if (!st) return std::unexpected(st.error());
   const std::string_view s = status ? SweepStatusName(*status) : "";
   st->Bind(1, s).Bind(2, s).Bind(3, after_id).Bind(4, limit);
@@ -320,13 +333,12 @@ Status SweepsTable::SetEnvironment(int64_t id, const tuner::SweepEnvironment& en
 
 Status SweepsTable::AddBreakdown(int64_t id, const tuner::SweepBreakdown& b) {
   auto lock = db_.Lock();
-  auto st = db_.conn().Prepare(kAddBreakdownSql);
+  auto st = db_.conn().Prepare(AddBreakdownSql());
   if (!st) return std::unexpected(st.error());
-  const tuner::EvalCosts& e = b.eval;
-  st->Bind(1, id).Bind(2, b.wall_s).Bind(3, e.timed_s).Bind(4, e.calibrate_s).Bind(5, e.retry_s).Bind(6, e.verify_s);
-  st->Bind(7, e.reference_s).Bind(8, e.setup_s).Bind(9, e.spawn_s).Bind(10, e.transport_s).Bind(11, e.lost_s);
-  st->Bind(12, b.store_s).Bind(13, b.search_s).Bind(14, b.decision_s).Bind(15, b.measured).Bind(16, e.spawns);
-  st->Bind(17, e.retries);
+  st->Bind(1, id).Bind(2, b.wall_s).Bind(3, b.store_s).Bind(4, b.search_s).Bind(5, b.decision_s);
+  st->Bind(6, b.measured).Bind(7, b.eval.spawns).Bind(8, b.eval.retries);
+  int column = 9;
+  for (const tuner::EvalPhase& p : tuner::kEvalPhases) st->Bind(column++, b.eval.*p.seconds);
   return st->Run();
 }
 
@@ -362,7 +374,7 @@ Result<SweepRecord> SweepsTable::Cancel(int64_t id) {
     if (!s) return std::unexpected(s.error());
     if (!changed) {
       // Either no such sweep or it already finished; the row tells which.
-      auto st = conn.Prepare(std::string(kSweepColumns) + kSelectSweepSql);
+      auto st = conn.Prepare(SweepColumns() + kSelectSweepSql);
       if (!st) return std::unexpected(st.error());
       st->Bind(1, id);
       auto row = st->Step();

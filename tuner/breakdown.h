@@ -24,32 +24,52 @@ struct EvalCosts {
   int64_t spawns = 0;      // worker processes started
   int64_t retries = 0;     // those extra repetitions
 
-  // The phases above, once, for the arithmetic below (the counts follow them by hand: two).
-  static constexpr double EvalCosts::*kPhases[] = {
-      &EvalCosts::timed_s,  &EvalCosts::calibrate_s, &EvalCosts::retry_s,
-      &EvalCosts::verify_s, &EvalCosts::reference_s, &EvalCosts::setup_s,
-      &EvalCosts::spawn_s,  &EvalCosts::transport_s, &EvalCosts::lost_s,
-  };
-
-  double Total() const {
-    double total = 0;
-    for (auto phase : kPhases) total += this->*phase;
-    return total;
-  }
-  EvalCosts& operator+=(const EvalCosts& o) {
-    for (auto phase : kPhases) this->*phase += o.*phase;
-    spawns += o.spawns;
-    retries += o.retries;
-    return *this;
-  }
-  EvalCosts operator-(const EvalCosts& o) const {
-    EvalCosts d = *this;
-    for (auto phase : kPhases) d.*phase -= o.*phase;
-    d.spawns -= o.spawns;
-    d.retries -= o.retries;
-    return d;
-  }
+  double Total() const;
+  EvalCosts& operator+=(const EvalCosts& o);
+  EvalCosts operator-(const EvalCosts& o) const;
 };
+
+// The phases of EvalCosts, once: the arithmetic below, the worker protocol, the sweep JSON and
+// its OpenAPI schema, and the store's columns all loop over this list (the two counts, spawns
+// and retries, follow it by hand). `name` is the JSON key and the sweep_breakdowns column.
+struct EvalPhase {
+  const char* name;
+  double EvalCosts::*seconds;
+  bool from_worker;  // counted inside the worker process and sent with each verdict
+  const char* doc;
+};
+inline constexpr EvalPhase kEvalPhases[] = {
+    {"timed_s", &EvalCosts::timed_s, true, "timed repetitions that were kept, in the search and the decision rounds"},
+    {"calibrate_s", &EvalCosts::calibrate_s, true,
+     "warm-up calls and iteration-growth batches not kept as repetitions"},
+    {"retry_s", &EvalCosts::retry_s, true, "repetitions timed beyond the kept ones because their spread was too wide"},
+    {"verify_s", &EvalCosts::verify_s, true, "verification against the reference on the small problem"},
+    {"reference_s", &EvalCosts::reference_s, true,
+     "reference outputs computed (once per verification problem per worker)"},
+    {"setup_s", &EvalCosts::setup_s, true, "allocating and filling the timed problem's input sets"},
+    {"spawn_s", &EvalCosts::spawn_s, false, "starting worker processes"},
+    {"transport_s", &EvalCosts::transport_s, false, "round trips to the worker minus the worker's own time"},
+    {"lost_s", &EvalCosts::lost_s, false, "requests that ended without a verdict (crash, timeout, worker lost)"},
+};
+
+inline double EvalCosts::Total() const {
+  double total = 0;
+  for (const EvalPhase& p : kEvalPhases) total += this->*p.seconds;
+  return total;
+}
+inline EvalCosts& EvalCosts::operator+=(const EvalCosts& o) {
+  for (const EvalPhase& p : kEvalPhases) this->*p.seconds += o.*p.seconds;
+  spawns += o.spawns;
+  retries += o.retries;
+  return *this;
+}
+inline EvalCosts EvalCosts::operator-(const EvalCosts& o) const {
+  EvalCosts d = *this;
+  for (const EvalPhase& p : kEvalPhases) d.*p.seconds -= o.*p.seconds;
+  d.spawns -= o.spawns;
+  d.retries -= o.retries;
+  return d;
+}
 
 // A sweep's (or one task's) wall time by phase. The engine commits what accumulated every few
 // seconds (after a measurement is stored) and as RunSweep returns, and the store adds the

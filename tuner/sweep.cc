@@ -561,10 +561,31 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       } else if (default_at && chosen == *default_at) {
         round.decision += "; the default is fastest";
       }
-      // Against what the host is served now, last: a new row must beat it beyond the noise as
-      // well, or the served config becomes the host's own row (with this round as evidence).
-      if (served_at && chosen != *served_at && any && retimed[*served_at].outcome == Outcome::kOk &&
+      // Against what the host is served now, last. When the default stands (it was fastest, or
+      // no challenger beat it beyond the noise), the served row stays only if it beats the
+      // default beyond the noise: the default is what an application gets without a table, and
+      // a row that is not measurably faster than it has no claim, wherever it came from.
+      // Otherwise a new row must beat the served one beyond the noise as well, or the served
+      // config becomes the host's own row (with this round as evidence), to spare the table churn.
+      if (served_at && default_at && chosen == *default_at && any && retimed[*served_at].outcome == Outcome::kOk &&
           retimed[chosen].outcome == Outcome::kOk) {
+        const Measurement& sv = retimed[*served_at];
+        const Measurement& def = retimed[*default_at];
+        const double band = NoiseBand(sv, def, options.min_noise_band);
+        const double gain = 1.0 - sv.median_ns / def.median_ns;
+        char buf[200];
+        if (gain > band) {
+          std::snprintf(buf, sizeof buf, "; kept served row: it beats the default by %.1f%%, noise band %.1f%%",
+                        100 * gain, 100 * band);
+          chosen = *served_at;
+        } else {
+          std::snprintf(buf, sizeof buf, "; dropped served row: %.1f%% %s than the default, inside noise band %.1f%%",
+                        100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * band);
+        }
+        round.decision += buf;
+        round.noise_band = band;
+      } else if (served_at && chosen != *served_at && any && retimed[*served_at].outcome == Outcome::kOk &&
+                 retimed[chosen].outcome == Outcome::kOk) {
         const Measurement& ch = retimed[chosen];
         const Measurement& sv = retimed[*served_at];
         const double band = NoiseBand(ch, sv, options.min_noise_band);

@@ -36,12 +36,10 @@ Json Nullable(Json s) {
   return s;
 }
 
-Json Object(std::initializer_list<Field> fields, std::string_view description) {
-  return Extend(Json{{"type", "object"}, {"properties", Json::object()}, {"required", Json::array()}}, fields,
-                description);
-}
+namespace {
 
-Json Extend(const Json& base, std::initializer_list<Field> more, std::string_view description) {
+template <typename Fields>
+Json ExtendWith(const Json& base, const Fields& more, std::string_view description) {
   Json j{{"type", "object"}};
   if (!description.empty()) j["description"] = description;
   Json props = base.value("properties", Json::object());
@@ -54,6 +52,22 @@ Json Extend(const Json& base, std::initializer_list<Field> more, std::string_vie
   if (!required.empty()) j["required"] = std::move(required);
   j["additionalProperties"] = false;
   return j;
+}
+
+const Json kEmptyObject{{"type", "object"}, {"properties", Json::object()}, {"required", Json::array()}};
+
+}  // namespace
+
+Json Object(std::initializer_list<Field> fields, std::string_view description) {
+  return ExtendWith(kEmptyObject, fields, description);
+}
+
+Json Object(const std::vector<Field>& fields, std::string_view description) {
+  return ExtendWith(kEmptyObject, fields, description);
+}
+
+Json Extend(const Json& base, std::initializer_list<Field> more, std::string_view description) {
+  return ExtendWith(base, more, description);
 }
 
 Status CheckKnownFields(const Json& body, const Json& schema, const std::string& path_prefix) {

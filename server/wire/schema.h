@@ -7,6 +7,7 @@
 
 #include <initializer_list>
 #include <string_view>
+#include <vector>
 
 #include "server/wire.h"
 
@@ -39,6 +40,7 @@ struct Field {
 };
 // A closed object: only these properties; `required` ones must be present.
 Json Object(std::initializer_list<Field> fields, std::string_view description = "");
+Json Object(const std::vector<Field>& fields, std::string_view description = "");
 // `base`'s properties and required list followed by `more`'s (e.g. a Sweep is its request
 // plus state).
 Json Extend(const Json& base, std::initializer_list<Field> more, std::string_view description = "");

@@ -78,26 +78,25 @@ void AddSweepSchemas(Json& s) {
                              {"build_flags", Str()},
                              {"tool_version", Str()}},
                             "where the sweep was measured; empty strings until it starts");
-  s["Breakdown"] = Object(
-      {{"wall_s", Num("the engine's wall clock over the sweep's tasks and runs (a resumed sweep adds each run)")},
-       {"timed_s", Num("timed repetitions that were kept, in the search and the decision rounds")},
-       {"efficiency", Num("timed_s / wall_s: the share of wall time that was measurement")},
-       {"calibrate_s", Num("warm-up calls and iteration-growth batches not kept as repetitions")},
-       {"retry_s", Num("repetitions timed beyond the kept ones because their spread was too wide")},
-       {"verify_s", Num("verification against the reference on the small problem")},
-       {"reference_s", Num("reference outputs computed (once per verification problem per worker)")},
-       {"setup_s", Num("allocating and filling the timed problem's input sets")},
-       {"spawn_s", Num("starting worker processes")},
-       {"transport_s", Num("round trips to the worker minus the worker's own time")},
-       {"lost_s", Num("requests that ended without a verdict (crash, timeout, worker lost)")},
-       {"store_s", Num("the database: reading what is stored, committing measurements and decision rounds")},
-       {"search_s", Num("planning and the search strategy (ask, tell, prior)")},
-       {"other_s", Num("wall time none of the phases above covers")},
-       {"decision_round_s", Num("wall time of the decision rounds (a view: their repetitions are in timed_s)")},
-       {"measured", Int("configs measured (not replayed from an earlier run)")},
-       {"worker_spawns", Int("worker processes started")},
-       {"timing_retries", Int("extra repetitions timed because of the spread")}},
-      "where the sweep's wall time went, by disjoint phase (docs/tuning.md, Sweep efficiency)");
+  std::vector<Field> breakdown = {
+      {"wall_s", Num("the engine's wall clock over the sweep's tasks and runs (a resumed sweep adds each run)")}};
+  for (const tuner::EvalPhase& p : tuner::kEvalPhases) {
+    breakdown.push_back({p.name, Num(p.doc)});
+    if (p.seconds == &tuner::EvalCosts::timed_s)
+      breakdown.push_back({"efficiency", Num("timed_s / wall_s: the share of wall time that was measurement")});
+  }
+  for (Field f : std::initializer_list<Field>{
+           {"store_s", Num("the database: reading what is stored, committing measurements and decision rounds")},
+           {"search_s", Num("planning and the search strategy (ask, tell, prior)")},
+           {"other_s", Num("wall time none of the phases above covers")},
+           {"decision_round_s", Num("wall time of the decision rounds (a view: their repetitions are in timed_s)")},
+           {"measured", Int("configs measured (not replayed from an earlier run)")},
+           {"worker_spawns", Int("worker processes started")},
+           {"timing_retries", Int("extra repetitions timed because of the spread")}}) {
+    breakdown.push_back(std::move(f));
+  }
+  s["Breakdown"] =
+      Object(breakdown, "where the sweep's wall time went, by disjoint phase (docs/tuning.md, Sweep efficiency)");
   s["Sweep"] = Extend(stored,
                       {{"id", Int()},
                        {"status", Ref("SweepStatus")},
@@ -262,13 +261,16 @@ Json EncodeSweepRequest(const tuner::SweepRequest& r) {
 }
 
 Json EncodeBreakdown(const tuner::SweepBreakdown& b) {
-  const tuner::EvalCosts& e = b.eval;
-  return Json{{"wall_s", b.wall_s},           {"timed_s", e.timed_s},      {"efficiency", b.Efficiency()},
-              {"calibrate_s", e.calibrate_s}, {"retry_s", e.retry_s},      {"verify_s", e.verify_s},
-              {"reference_s", e.reference_s}, {"setup_s", e.setup_s},      {"spawn_s", e.spawn_s},
-              {"transport_s", e.transport_s}, {"lost_s", e.lost_s},        {"store_s", b.store_s},
-              {"search_s", b.search_s},       {"other_s", b.OtherS()},     {"decision_round_s", b.decision_s},
-              {"measured", b.measured},       {"worker_spawns", e.spawns}, {"timing_retries", e.retries}};
+  Json j{{"wall_s", b.wall_s}, {"efficiency", b.Efficiency()}};
+  for (const tuner::EvalPhase& p : tuner::kEvalPhases) j[p.name] = b.eval.*p.seconds;
+  j["store_s"] = b.store_s;
+  j["search_s"] = b.search_s;
+  j["other_s"] = b.OtherS();
+  j["decision_round_s"] = b.decision_s;
+  j["measured"] = b.measured;
+  j["worker_spawns"] = b.eval.spawns;
+  j["timing_retries"] = b.eval.retries;
+  return j;
 }
 
 Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress, double eta_seconds) {
@@ -338,15 +340,7 @@ Result<SweepStatusView> DecodeSweepStatus(const Json& j) {
       return it != b->end() && it->is_number() ? it->get<double>() : 0.0;
     };
     d.wall_s = num("wall_s");
-    d.eval.timed_s = num("timed_s");
-    d.eval.calibrate_s = num("calibrate_s");
-    d.eval.retry_s = num("retry_s");
-    d.eval.verify_s = num("verify_s");
-    d.eval.reference_s = num("reference_s");
-    d.eval.setup_s = num("setup_s");
-    d.eval.spawn_s = num("spawn_s");
-    d.eval.transport_s = num("transport_s");
-    d.eval.lost_s = num("lost_s");
+    for (const tuner::EvalPhase& p : tuner::kEvalPhases) d.eval.*p.seconds = num(p.name);
     d.store_s = num("store_s");
     d.search_s = num("search_s");
     d.decision_s = num("decision_round_s");

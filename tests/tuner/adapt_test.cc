@@ -62,7 +62,10 @@ class BowlEvaluator : public Evaluator {
   }
   std::vector<Measurement> MeasureInterleaved(const EvalRequest&, const std::vector<Config>& configs) override {
     std::vector<Measurement> out(configs.size());
-    for (size_t i = 0; i < configs.size(); ++i) Fill(configs[i], out[i]);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      Fill(configs[i], out[i]);
+      if (auto it = round_ns.find(configs[i].ToString()); it != round_ns.end()) out[i].median_ns = it->second;
+    }
     costs_.timed_s += 1e-3 * static_cast<double>(configs.size());
     return out;
   }
@@ -75,6 +78,7 @@ class BowlEvaluator : public Evaluator {
     m.cv = 0.001;
   }
   std::map<std::string, double> override_ns;
+  std::map<std::string, double> round_ns;  // what a config measures in the decision round instead
 
  private:
   EvalCosts costs_;
@@ -126,6 +130,38 @@ TEST(Adapt, ANewRowMustBeatTheServedRowBeyondTheNoise) {
     } else {
       EXPECT_EQ((*winners)[0].config, best);
       EXPECT_NE(sink.rounds[0].decision.find("beats the served row by"), std::string::npos) << sink.rounds[0].decision;
+    }
+  }
+}
+
+// When the default stands, the served row stays only if it beats the default beyond the noise:
+// a row no faster than the default is dropped, wherever it came from.
+TEST(Adapt, TheServedRowMustBeatTheDefaultWhenTheDefaultStands) {
+  const Config def = NamedInts({{"a", 1}, {"b", 2}});
+  const Config served = NamedInts({{"a", 8}, {"b", 16}});
+  for (double served_ns : {1.01e6, 0.9e6}) {
+    ServedSink sink;
+    sink.served = served;
+    BowlEvaluator eval;
+    for (int64_t a : {1, 2, 4, 8}) {
+      for (int64_t b : {2, 4, 8, 16}) eval.override_ns[NamedInts({{"a", a}, {"b", b}}).ToString()] = 2e6;
+    }
+    eval.override_ns[def.ToString()] = 1e6;
+    // Slow in the search (so it is no searched candidate), then `served_ns` in the round.
+    eval.override_ns[served.ToString()] = 3e6;
+    eval.round_ns[served.ToString()] = served_ns;
+    auto winners = RunBowl(sink, eval);
+    ASSERT_TRUE(winners) << winners.error().ToString();
+    ASSERT_EQ(winners->size(), 1u);
+    ASSERT_EQ(sink.rounds.size(), 1u);
+    if (served_ns > 1e6) {
+      EXPECT_EQ((*winners)[0].config, def);
+      EXPECT_NE(sink.rounds[0].decision.find("dropped served row: 1.0% slower than the default"), std::string::npos)
+          << sink.rounds[0].decision;
+    } else {
+      EXPECT_EQ((*winners)[0].config, served);
+      EXPECT_NE(sink.rounds[0].decision.find("kept served row: it beats the default by 10.0%"), std::string::npos)
+          << sink.rounds[0].decision;
     }
   }
 }
@@ -204,7 +240,7 @@ TEST(Adapt, TheDecisionRoundReusesTheSearchsIterationCounts) {
   Measurement m;
   eval.Measure(request, known, m);
   ASSERT_EQ(m.outcome, Outcome::kOk) << m.detail;
-  ASSERT_GT(m.iterations, 1);
+  ASSERT_GE(m.iterations, 1);  // ~7 on a quiet machine; 1 when a loaded machine stretches a call past 1 ms
   const int runs_before = spec.runs[known.ToString()];
   ASSERT_EQ(spec.runs.count(fresh.ToString()), 0u);
   request.timing.min_repetition_ns = 20e6;  // a fresh calibration would now pick ~130 calls

@@ -138,10 +138,12 @@ std::string EncodeResponse(const WorkerResponse& r) {
   if (!r.fatal.empty()) j["fatal"] = r.fatal;
   if (r.ready) j["ready"] = true;
   if (r.costs.Total() > 0) {
-    const EvalCosts& c = r.costs;
-    j["costs"] = {{"timed_s", c.timed_s},   {"calibrate_s", c.calibrate_s}, {"retry_s", c.retry_s},
-                  {"verify_s", c.verify_s}, {"reference_s", c.reference_s}, {"setup_s", c.setup_s},
-                  {"retries", c.retries}};
+    Json costs = Json::object();
+    for (const EvalPhase& p : kEvalPhases) {
+      if (p.from_worker) costs[p.name] = r.costs.*p.seconds;
+    }
+    costs["retries"] = r.costs.retries;
+    j["costs"] = std::move(costs);
   }
   // A kernel's detail text may hold invalid UTF-8; replace rather than fail to encode.
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
@@ -157,12 +159,9 @@ Result<WorkerResponse> DecodeResponse(std::string_view payload) {
   r.ready = j.value("ready", false);
   // Optional: a worker of an older build sends none, and its time counts as transport.
   if (auto c = j.find("costs"); c != j.end() && c->is_object()) {
-    r.costs.timed_s = NumberOr(*c, "timed_s");
-    r.costs.calibrate_s = NumberOr(*c, "calibrate_s");
-    r.costs.retry_s = NumberOr(*c, "retry_s");
-    r.costs.verify_s = NumberOr(*c, "verify_s");
-    r.costs.reference_s = NumberOr(*c, "reference_s");
-    r.costs.setup_s = NumberOr(*c, "setup_s");
+    for (const EvalPhase& p : kEvalPhases) {
+      if (p.from_worker) r.costs.*p.seconds = NumberOr(*c, p.name);
+    }
     r.costs.retries = c->value("retries", int64_t{0});
   }
   const Json results = j.value("results", Json::array());
