@@ -11,6 +11,7 @@
 #include "kernels/core/fingerprint.h"
 #include "tuner/check.h"
 #include "tuner/search/search.h"
+#include "tuner/search/seeded.h"
 
 namespace blocktune::tuner {
 namespace {
@@ -358,6 +359,19 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     auto search = MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
                              BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
     bd.search_s += SecondsSince(search_setup);
+    if (UsesPrior(request.strategy)) {
+      Result<std::vector<Config>> seeds;
+      {
+        PhaseTimer t(bd.store_s);
+        seeds = sink.Seeds(plan.bucket, plan.problem);
+      }
+      if (!seeds) return std::unexpected(seeds.error());
+      std::vector<size_t> at;
+      for (const Config& c : *seeds) {
+        if (auto i = space.Find(c)) at.push_back(*i);  // another profile's row may not fit here
+      }
+      if (!at.empty()) search = MakeSeededSearch(std::move(search), std::move(at));
+    }
     if (!similarity.empty()) {
       PhaseTimer t(bd.store_s);
       if (auto s = sink.RecordPriorProfiles(similarity); !s) return std::unexpected(s.error());
