@@ -113,6 +113,9 @@ struct SweepOptions {
   // than two standard errors of the median difference) to replace it.
   double min_noise_band = 0.02;
   std::string tool_version = kToolVersion;  // recorded with the environment
+  // The time breakdown is committed in parts at most this often (after a stored measurement),
+  // and as RunSweep returns: a SIGKILL loses at most this much of it. One small UPDATE per part.
+  double breakdown_flush_seconds = 2;
 };
 
 struct BucketPlan {

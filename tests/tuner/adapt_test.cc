@@ -218,6 +218,38 @@ TEST(Adapt, TheDecisionRoundReusesTheSearchsIterationCounts) {
   EXPECT_GT(spec.runs[fresh.ToString()], 1 + 3 * round[1].iterations);
 }
 
+// The breakdown is committed in parts as the sweep goes (a SIGKILL loses only the last one);
+// the parts add up to the whole a sweep committing once at its end reports.
+TEST(Adapt, TheBreakdownIsCommittedInPartsThatAddUp) {
+  ServedSink once_sink, parts_sink;
+  BowlEvaluator once_eval, parts_eval;
+  SweepRequest r;
+  r.kernel = "bowl";
+  r.shapes = {NamedInts({{"n", 1000}})};
+  r.strategy = Strategy::kExhaustive;
+  const BowlSpec spec;
+  SweepOptions options;
+  options.evaluator = &once_eval;
+  options.breakdown_flush_seconds = 1e9;
+  ASSERT_TRUE(RunSweep(r, 1, spec, HardwareProfile::Detect(1), once_sink, options));
+  options.evaluator = &parts_eval;
+  options.breakdown_flush_seconds = 0;  // after every stored measurement
+  ASSERT_TRUE(RunSweep(r, 1, spec, HardwareProfile::Detect(1), parts_sink, options));
+  ASSERT_EQ(once_sink.breakdowns.size(), 1u);
+  ASSERT_GE(parts_sink.breakdowns.size(), 16u);  // one per measurement of the 4 x 4 space, and the end
+  SweepBreakdown sum;
+  for (const SweepBreakdown& b : parts_sink.breakdowns) {
+    EXPECT_GE(b.wall_s, 0);
+    EXPECT_GE(b.eval.timed_s, 0);
+    sum += b;
+  }
+  EXPECT_EQ(sum.measured, once_sink.breakdowns[0].measured);
+  EXPECT_NEAR(sum.eval.timed_s, once_sink.breakdowns[0].eval.timed_s, 1e-9);
+  EXPECT_NEAR(sum.eval.calibrate_s, once_sink.breakdowns[0].eval.calibrate_s, 1e-9);
+  // The first part was committed after the first measurement, before the sweep was over.
+  EXPECT_EQ(parts_sink.breakdowns[0].measured, 1);
+}
+
 TEST(Adapt, TheSweepReportsWhereItsWallTimeWent) {
   ServedSink sink;
   BowlEvaluator eval;
