@@ -179,10 +179,18 @@ def run_optuna(doc, sampler_name, budget, seed):
     return out
 
 
+def wait_while(pause_file):
+    """Hold the next run while `pause_file` exists (a shared machine's quiet window: someone is
+    timing something there), checking every 20 s; a run already started finishes."""
+    while pause_file and os.path.exists(pause_file):
+        time.sleep(20)
+
+
 def peer_task(args):
-    path, strategy, budget, seed, outfile, workdir = args
+    path, strategy, budget, seed, outfile, workdir, pause_file = args
     if os.path.exists(outfile):
         return outfile, 0.0
+    wait_while(pause_file)
     doc, plain = worker_landscape(path, workdir)
     t0 = time.time()
     if strategy in OPTUNA_STRATEGIES:
@@ -229,9 +237,10 @@ def import_landscape(blocktune, path, workdir):
 
 
 def ours_task(args):
-    blocktune, db, kdir, kernel, strategy, budget, seeds, outfile, priors = args
+    blocktune, db, kdir, kernel, strategy, budget, seeds, outfile, priors, pause_file = args
     if os.path.exists(outfile):
         return outfile, 0.0
+    wait_while(pause_file)
     t0 = time.time()
     cmd = [blocktune, "simulate", "--kernel-dir", kdir, "--db", db, "--kernel", kernel, "--strategy", strategy,
            "--budget", str(budget), "--seeds", str(seeds), "--json"]
@@ -311,6 +320,8 @@ def main():
                         "(6x cheaper; a strategy that plans by its budget is then scored off-plan below it)")
     p.add_argument("--out", default="build/bench-search")
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--pause-while", default="",
+                   help="hold each new run while this file exists (e.g. a shared machine's quiet-window flag)")
     p.add_argument("--phase", default="all", choices=["peers", "ours", "report", "all"])
     p.add_argument("--plots", default="", help="directory for the PNG curves (default: OUT/img)")
     p.add_argument("--markdown", default="", help="also write the tables as Markdown to this file")
@@ -343,7 +354,7 @@ def main():
                             b = min(b, a.slow_budget)
                         f = os.path.join(a.out, landscape_name(path), s, "b%d_s%d.json" % (b, seed))
                         if not os.path.exists(f):
-                            tasks.append((path, s, b, seed, f, workdir))
+                            tasks.append((path, s, b, seed, f, workdir, a.pause_while))
         print("peers: %d runs to do" % len(tasks), flush=True)
         with multiprocessing.Pool(a.jobs) as pool:
             for k, (f, sec) in enumerate(pool.imap_unordered(peer_task, tasks)):
@@ -365,7 +376,7 @@ def main():
             for s, label, priors in runs:
                 for b in (prior_budgets if priors else budgets):
                     f = os.path.join(a.out, landscape_name(path), label, "b%d.json" % b)
-                    tasks.append((a.blocktune, db, kdir, kernel, s, b, a.seeds, f, priors))
+                    tasks.append((a.blocktune, db, kdir, kernel, s, b, a.seeds, f, priors, a.pause_while))
         with multiprocessing.Pool(a.jobs) as pool:
             for f, sec in pool.imap_unordered(ours_task, tasks):
                 if sec:

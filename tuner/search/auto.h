@@ -1,7 +1,8 @@
-// The `auto` strategy's searches (auto.cc), reached through MakeSearch in search.h: a
-// feasibility-aware iterated local search for large spaces, and the same search steered by a
-// prior from other landscapes of the kernel (other buckets, or other devices). Kept out of
-// search.h because nothing but MakeSearch and the tests construct them directly.
+// The `auto` strategy's searches (auto.cc), reached through MakeSearch in search.h: feasibility-
+// aware Bayesian optimisation followed by iterated local search for large spaces, and the same
+// search steered by a prior from other landscapes of the kernel (other buckets, or other
+// devices). Kept out of search.h because nothing but MakeSearch and the tests construct them
+// directly.
 #pragma once
 
 #include <cstdint>
@@ -17,12 +18,14 @@ namespace blocktune::tuner {
 //               steps around the incumbent.
 //   kSurrogate: small, low-dimensional spaces (<= 1,024 configs, <= 4 parameters: our CPU
 //               kernels' buckets, where the quadratic model was tuned; docs/tuning.md).
-//   kLocal:     everything else (the 4,000-20,000-config spaces of external GPU kernels).
+//   kLocal:     everything else (the 4,000-20,000-config spaces of external GPU kernels): the
+//               model phase, then the local search.
 enum class AutoPlan { kPrior, kSurrogate, kLocal };
 AutoPlan ChooseAutoPlan(const SearchSpace& space, int64_t budget, const SearchPrior& prior);
 
-// Iterated local search with a random space-filling start, a feasibility model and restarts;
-// with a non-empty prior, prior-ranked picks interleaved with local steps. See auto.cc.
+// A random start, Gaussian-process Bayesian optimisation with a feasibility model for up to 60%
+// of the budget (at most 100 evaluations), then iterated local search with restarts; with a
+// non-empty prior, prior-ranked picks interleaved with local steps instead. See auto.cc.
 std::unique_ptr<SearchStrategy> MakeLocalSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed,
                                                 int64_t budget, const SearchPrior& prior);
 
