@@ -55,74 +55,70 @@ TUNED = {
     ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_n64_k1024"): ({"block_m": 48, "block_n": 1024, "block_k": 512}, 3581514.625, 5, 2, 2945, None),
     ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 4096, "block_k": 512}, 2252927.1, 5, 2, 2121, None),
     ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m64_n1024_k4096"): ({"block_m": 288, "block_n": 1024, "block_k": 512}, 4895120.833333333, 5, 2, 2800, None),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m1024_n1024_k1024"): ({"block_m": 96, "block_n": 4096, "block_k": 384}, 21789422.0, 5, 3, 3280, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m2048_n2048_k2048"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 213260256.0, 5, 3, 3289, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 371735.08974358975, 5, 3, 3241, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m32_n4096_k1024"): ({"block_m": 48, "block_n": 128, "block_k": 256}, 4216385.666666667, 5, 3, 3333, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m1024_n1024_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 24656659.0, 5, 1, 541, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m1024_n1024_k64"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1698159.105263158, 5, 1, 1441, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 67114.5, 5, 1, 1, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m2048_n2048_k2048"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 225519783.0, 5, 1, 721, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 395092.98412698414, 5, 1, 181, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m32_n4096_k1024"): ({"block_m": 384, "block_n": 2048, "block_k": 256}, 3842185.0, 5, 1, 1050, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_n64_k1024"): ({"block_m": 192, "block_n": 256, "block_k": 512}, 6358269.6, 5, 1, 1413, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 3243914.2, 5, 1, 361, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m64_n1024_k4096"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 7847139.75, 5, 1, 1081, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m1024_n1024_k1024"): ({"block_m": 48, "block_n": 512, "block_k": 512}, 12519263.666666666, 5, 4, 3375, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 2048, "block_k": 384}, 1.0843202e+08, 5, 4, 3394, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 317780.4895833333, 5, 4, 3337, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2654583.1, 5, 4, 3409, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m1024_n1024_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 17519180.5, 5, 2, 2161, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m1024_n1024_k64"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 903960.6129032258, 5, 2, 3061, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 36792.93091537133, 5, 2, 1621, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m2048_n2048_k2048"): ({"block_m": 48, "block_n": 1024, "block_k": 512}, 81598852.0, 5, 2, 2428, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 255985.71, 5, 2, 1801, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2254287.2, 5, 2, 2521, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_n64_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 3368807.875, 5, 2, 2881, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1818574.8, 5, 2, 1981, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m64_n1024_k4096"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 3855119.25, 5, 2, 2701, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=192,block_n=2048,block_k=384, new block_m=144,block_n=4096,block_k=384): old 21053126 ns, new 20777866 ns, noise band 2.5%, 9 interleaved reps, 2026-11-27T01:17:02.214Z
-    ("x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m1024_n1024_k1024"): ({"block_m": 192, "block_n": 2048, "block_k": 384}, 21053126.0, 9, 15, 4403, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=192,block_n=4096,block_k=384, new block_m=96,block_n=4096,block_k=384): old 167600136 ns, new 164703675 ns, noise band 3.5%, 9 interleaved reps, 2026-11-27T01:17:02.805Z
-    ("x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 4096, "block_k": 384}, 167600136.0, 9, 15, 4417, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 360990.62666666665, 5, 7, 3561, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=288,block_n=4096,block_k=128, new block_m=96,block_n=512,block_k=256): old 3563628 ns, new 3765118 ns, noise band 5.5%, 9 interleaved reps, 2026-11-27T01:17:07.016Z
-    ("x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m32_n4096_k1024"): ({"block_m": 288, "block_n": 4096, "block_k": 128}, 3563627.75, 9, 15, 4454, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=96,block_n=2048,block_k=512, new block_m=384,block_n=1024,block_k=512): old 19932337 ns, new 19924070 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:17:07.692Z
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m1024_n1024_k1024"): ({"block_m": 96, "block_n": 2048, "block_k": 512}, 19932337.0, 9, 9, 1482, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=288,block_n=1024,block_k=192, new block_m=384,block_n=1024,block_k=192): old 1392494 ns, new 1382195 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:17:08.715Z
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m1024_n1024_k64"): ({"block_m": 288, "block_n": 1024, "block_k": 192}, 1392494.0, 9, 9, 2386, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 67084.13333333333, 5, 1, 1, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=288,block_n=2048,block_k=512, new block_m=192,block_n=4096,block_k=512): old 160854946 ns, new 160913002 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:17:09.344Z
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m2048_n2048_k2048"): ({"block_m": 288, "block_n": 2048, "block_k": 512}, 160854946.0, 9, 9, 1652, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 390533.661971831, 5, 1, 181, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 4213716.0, 5, 1, 901, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=192,block_n=2048,block_k=512, new block_m=96,block_n=512,block_k=256): old 6756108 ns, new 6184244 ns, noise band 18.3%, 9 interleaved reps, 2026-11-27T01:17:13.439Z
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m4096_n64_k1024"): ({"block_m": 192, "block_n": 2048, "block_k": 512}, 6756107.8, 9, 9, 2233, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2756970.5, 5, 1, 361, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=96,block_n=512,block_k=256, new block_m=144,block_n=2048,block_k=512): old 5531199 ns, new 5353328 ns, noise band 5.2%, 9 interleaved reps, 2026-11-27T01:17:14.172Z
-    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m64_n1024_k4096"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 5531199.333333333, 9, 9, 1881, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=192,block_n=2048,block_k=512, new block_m=48,block_n=512,block_k=512): old 11783879 ns, new 11768647 ns, noise band 5.2%, 9 interleaved reps, 2026-11-27T01:17:14.930Z
-    ("x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m1024_n1024_k1024"): ({"block_m": 192, "block_n": 2048, "block_k": 512}, 11783879.0, 9, 16, 4484, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=192,block_n=2048,block_k=384, new block_m=96,block_n=1024,block_k=256): old 89313554 ns, new 91632306 ns, noise band 8.1%, 9 interleaved reps, 2026-11-27T01:17:15.789Z
-    ("x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 2048, "block_k": 384}, 89313554.0, 9, 16, 4514, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 212270.34, 5, 8, 3657, "f6256ac8fe8ccc1b"),
-    # gate replaced (old block_m=384,block_n=4096,block_k=384, new block_m=96,block_n=512,block_k=256): old 2714727 ns, new 2422436 ns, noise band 2.1%, 9 interleaved reps, 2026-11-27T01:17:18.018Z
-    ("x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2173038.4, 5, 8, 3729, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=144,block_n=1024,block_k=512, new block_m=48,block_n=512,block_k=512): old 11882436 ns, new 11783852 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:17:18.585Z
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m1024_n1024_k1024"): ({"block_m": 144, "block_n": 1024, "block_k": 512}, 11882435.666666666, 9, 10, 3009, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m1024_n1024_k64"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1015666.1851851852, 5, 2, 3061, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 47072.44646464646, 5, 2, 1621, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=144,block_n=2048,block_k=512, new block_m=96,block_n=1024,block_k=512): old 84206543 ns, new 84285590 ns, noise band 2.4%, 9 interleaved reps, 2026-11-27T01:17:19.422Z
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m2048_n2048_k2048"): ({"block_m": 144, "block_n": 2048, "block_k": 512}, 84206543.0, 9, 10, 3295, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 235254.46, 5, 2, 1801, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=96,block_n=512,block_k=256, new block_m=96,block_n=256,block_k=512): old 1870105 ns, new 1943803 ns, noise band 3.6%, 9 interleaved reps, 2026-11-27T01:17:21.547Z
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1870105.2352941176, 9, 10, 3321, "f6256ac8fe8ccc1b"),
-    # gate kept (old block_m=96,block_n=512,block_k=256, new block_m=96,block_n=128,block_k=512): old 4226052 ns, new 4193220 ns, noise band 10.2%, 9 interleaved reps, 2026-11-27T01:17:22.286Z
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m4096_n64_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 4226052.5, 9, 10, 3681, "f6256ac8fe8ccc1b"),
-    # gate replaced (old block_m=96,block_n=512,block_k=256, new block_m=96,block_n=1024,block_k=512): old 1542254 ns, new 1473875 ns, noise band 3.0%, 9 interleaved reps, 2026-11-27T01:17:23.000Z
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 1024, "block_k": 512}, 1457668.0526315789, 5, 2, 2106, "f6256ac8fe8ccc1b"),
-    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m64_n1024_k4096"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 5590668.1, 5, 2, 2701, "f6256ac8fe8ccc1b"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m1024_n1024_k1024"): ({"block_m": 144, "block_n": 4096, "block_k": 384}, 20559197.0, 5, 28, 1006, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 4096, "block_k": 512}, 158432371.0, 5, 28, 1025, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 339880.53571428574, 5, 28, 1033, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 3389307.875, 5, 28, 1051, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m1024_n1024_k1024"): ({"block_m": 48, "block_n": 2048, "block_k": 512}, 20161466.0, 5, 27, 869, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m1024_n1024_k64"): ({"block_m": 192, "block_n": 1024, "block_k": 512}, 1266924.0454545454, 5, 27, 872, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 43649.61337683524, 5, 27, 891, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m2048_n2048_k2048"): ({"block_m": 288, "block_n": 2048, "block_k": 512}, 156986153.0, 5, 27, 908, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 337269.3855421687, 5, 27, 917, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 3333457.888888889, 5, 27, 935, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_n64_k1024"): ({"block_m": 48, "block_n": 4096, "block_k": 512}, 5553072.0, 5, 27, 952, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m512_n512_k512"): ({"block_m": 288, "block_n": 512, "block_k": 512}, 2659385.0, 5, 27, 970, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m64_n1024_k4096"): ({"block_m": 144, "block_n": 2048, "block_k": 128}, 5750771.6, 5, 27, 1003, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m1024_n1024_k1024"): ({"block_m": 144, "block_n": 4096, "block_k": 384}, 10462179.666666666, 5, 38, 1378, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 4096, "block_k": 512}, 79734861.0, 5, 38, 1396, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 182787.52317880795, 5, 38, 1410, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1758030.3846153845, 5, 38, 1429, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m1024_n1024_k1024"): ({"block_m": 48, "block_n": 2048, "block_k": 512}, 11032069.666666666, 5, 37, 1219, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m1024_n1024_k64"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 688272.2926829269, 5, 37, 1238, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 23485.333, 5, 37, 1255, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m2048_n2048_k2048"): ({"block_m": 288, "block_n": 2048, "block_k": 512}, 7.982139e+07, 5, 37, 1273, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 205074.53146853147, 5, 37, 1288, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1610323.5, 5, 37, 1306, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_n64_k1024"): ({"block_m": 48, "block_n": 4096, "block_k": 512}, 2712764.2, 5, 37, 1324, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1401719.5, 5, 37, 1344, "ec1cf8c23a7301b4"),
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m64_n1024_k4096"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2897088.1, 5, 37, 1361, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=192,block_n=2048,block_k=384, new block_m=192,block_n=4096,block_k=512): old 19985154 ns, new 19888150 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:16.399Z
+    ("x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m1024_n1024_k1024"): ({"block_m": 192, "block_n": 2048, "block_k": 384}, 19985154.0, 9, 15, 4403, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=192,block_n=4096,block_k=384, new block_m=192,block_n=4096,block_k=512): old 159996174 ns, new 157818069 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:16.919Z
+    ("x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 4096, "block_k": 384}, 159996174.0, 9, 15, 4417, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 336812.0, 5, 8, 299, "ec1cf8c23a7301b4"),
+    # gate replaced (old block_m=288,block_n=4096,block_k=128, new block_m=96,block_n=512,block_k=256): old 3407340 ns, new 3170740 ns, noise band 3.5%, 9 interleaved reps, 2026-11-27T10:20:20.809Z
+    ("x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 3188848.6666666665, 5, 8, 320, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=96,block_n=2048,block_k=512, new block_m=384,block_n=2048,block_k=512): old 19775523 ns, new 19826759 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:20.913Z
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m1024_n1024_k1024"): ({"block_m": 96, "block_n": 2048, "block_k": 512}, 19775523.0, 9, 9, 1482, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=288,block_n=1024,block_k=192, new block_m=384,block_n=2048,block_k=512): old 1303506 ns, new 1286561 ns, noise band 2.7%, 9 interleaved reps, 2026-11-27T10:20:21.445Z
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m1024_n1024_k64"): ({"block_m": 288, "block_n": 1024, "block_k": 192}, 1303506.0, 9, 9, 2386, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 43875.1357615894, 5, 7, 154, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=288,block_n=2048,block_k=512, new block_m=384,block_n=2048,block_k=512): old 156588352 ns, new 156565818 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:21.489Z
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m2048_n2048_k2048"): ({"block_m": 288, "block_n": 2048, "block_k": 512}, 156588352.0, 9, 9, 1652, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 322769.1538461539, 5, 7, 181, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2638103.4, 5, 7, 200, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=192,block_n=2048,block_k=512, new block_m=384,block_n=2048,block_k=512): old 5353412 ns, new 5321374 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:25.371Z
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m4096_n64_k1024"): ({"block_m": 192, "block_n": 2048, "block_k": 512}, 5353412.0, 9, 9, 2233, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2562744.5, 5, 7, 238, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t1", "f32", "m64_n1024_k4096"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 5256849.666666667, 5, 7, 257, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=192,block_n=2048,block_k=512, new block_m=192,block_n=4096,block_k=512): old 10639864 ns, new 10642898 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:25.517Z
+    ("x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m1024_n1024_k1024"): ({"block_m": 192, "block_n": 2048, "block_k": 512}, 10639864.0, 9, 16, 4484, "ec1cf8c23a7301b4"),
+    # gate replaced (old block_m=192,block_n=2048,block_k=384, new block_m=192,block_n=4096,block_k=512): old 86064853 ns, new 83899898 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:25.815Z
+    ("x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 4096, "block_k": 512}, 81411451.0, 5, 18, 663, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 180241.00657894736, 5, 18, 678, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1838339.875, 5, 18, 696, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=144,block_n=1024,block_k=512, new block_m=384,block_n=2048,block_k=512): old 10919089 ns, new 11036823 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:27.904Z
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m1024_n1024_k1024"): ({"block_m": 144, "block_n": 1024, "block_k": 512}, 10919089.0, 9, 10, 3009, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m1024_n1024_k64"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 730432.1025641026, 5, 17, 509, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 21767.80707070707, 5, 17, 522, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=144,block_n=2048,block_k=512, new block_m=384,block_n=2048,block_k=512): old 81247107 ns, new 82089037 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:28.231Z
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m2048_n2048_k2048"): ({"block_m": 144, "block_n": 2048, "block_k": 512}, 81247107.0, 9, 10, 3295, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 199399.9655172414, 5, 17, 555, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1368131.142857143, 5, 17, 573, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=96,block_n=512,block_k=256, new block_m=384,block_n=2048,block_k=512): old 2799278 ns, new 2746900 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:30.260Z
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m4096_n64_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2799278.0, 9, 10, 3681, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 1024, "block_k": 512}, 1384937.0526315789, 5, 17, 613, "ec1cf8c23a7301b4"),
+    ("x86_64.avx512.amd.fam25_mod17.t2", "f32", "m64_n1024_k4096"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2682785.8, 5, 17, 627, "ec1cf8c23a7301b4"),
     ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m1024_n1024_k1024"): ({"block_m": 288, "block_n": 2048, "block_k": 384}, 13683163.5, 5, 3, 3275, None),
     ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m2048_n2048_k2048"): ({"block_m": 288, "block_n": 1024, "block_k": 384}, 114741945.0, 5, 3, 3306, None),
     ("x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m256_n256_k256"): ({"block_m": 288, "block_n": 1024, "block_k": 384}, 227970.48, 5, 3, 3261, None),

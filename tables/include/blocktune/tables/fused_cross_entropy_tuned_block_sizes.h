@@ -71,33 +71,32 @@ inline constexpr std::array<Row, 40> kRows{{
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b1024_h512_v8192_backward0", {96, 512, 1024}, 52590933.0, 5, 2, 107, ""},
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b1024_h512_v8192_backward1", {96, 512, 512}, 279657769.0, 5, 2, 134, ""},
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b2048_h1024_v16384_backward0", {96, 512, 512}, 471261039.0, 5, 2, 179, ""},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward0", {192, 256, 512}, 114984923.0, 5, 9, 3753, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward1", {192, 256, 512}, 371056019.0, 5, 9, 3777, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward0", {192, 256, 512}, 100372314.0, 5, 5, 3433, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward1", {192, 1024, 2048}, 446275236.0, 5, 5, 3493, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b2048_h1024_v16384_backward0", {192, 256, 512}, 7.9808638e+08, 5, 5, 3497, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward0", {192, 256, 512}, 4.653998e+07, 5, 10, 3801, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward1", {288, 1024, 2048}, 201497293.0, 5, 10, 3846, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward0", {192, 256, 512}, 58086867.0, 5, 6, 3529, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 2.1811309e+08, 5, 6, 3561, "e24a8ec9466c1d3b"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b2048_h1024_v16384_backward0", {96, 256, 512}, 3.6668239e+08, 5, 6, 3618, "e24a8ec9466c1d3b"},
-    // gate kept (old block_b=48,block_h=1024,block_v=2048, new block_b=48,block_h=512,block_v=2048): old 82323471 ns, new 81754143 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:16:20.126Z
-    {"x86_64.avx512.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 82323471.0, 9, 17, 4557, "e24a8ec9466c1d3b"},
-    // gate kept (old block_b=96,block_h=512,block_v=512, new block_b=192,block_h=512,block_v=1024): old 338019798 ns, new 349013802 ns, noise band 6.1%, 9 interleaved reps, 2026-11-27T01:16:22.221Z
-    {"x86_64.avx512.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward1", {96, 512, 512}, 338019798.0, 9, 17, 4582, "e24a8ec9466c1d3b"},
-    // gate kept (old block_b=48,block_h=1024,block_v=2048, new block_b=96,block_h=512,block_v=1024): old 81832489 ns, new 83440352 ns, noise band 3.7%, 9 interleaved reps, 2026-11-27T01:16:30.982Z
-    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 81832489.0, 9, 11, 4045, "e24a8ec9466c1d3b"},
-    // gate kept (old block_b=192,block_h=256,block_v=512, new block_b=192,block_h=1024,block_v=1024): old 332818867 ns, new 339412902 ns, noise band 6.6%, 9 interleaved reps, 2026-11-27T01:16:33.065Z
-    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 332818867.0, 9, 11, 4073, "e24a8ec9466c1d3b"},
-    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "b2048_h1024_v16384_backward0", {192, 256, 512}, 699407056.0, 5, 3, 3305, "e24a8ec9466c1d3b"},
-    // gate replaced (old block_b=192,block_h=256,block_v=512, new block_b=48,block_h=1024,block_v=1024): old 43127972 ns, new 42113141 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:16:41.391Z
-    {"x86_64.avx512.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 46739497.0, 5, 10, 3814, "e24a8ec9466c1d3b"},
-    {"x86_64.avx512.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward1", {192, 256, 512}, 242043297.0, 5, 10, 3825, "e24a8ec9466c1d3b"},
-    // gate kept (old block_b=96,block_h=256,block_v=1024, new block_b=48,block_h=1024,block_v=1024): old 42729569 ns, new 42647246 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:16:42.576Z
-    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward0", {96, 256, 1024}, 42729569.0, 9, 12, 4166, "e24a8ec9466c1d3b"},
-    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 215248976.0, 5, 4, 3369, "e24a8ec9466c1d3b"},
-    // gate kept (old block_b=384,block_h=256,block_v=2048, new block_b=48,block_h=512,block_v=1024): old 351880668 ns, new 342097983 ns, noise band 6.5%, 9 interleaved reps, 2026-11-27T01:16:43.716Z
-    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "b2048_h1024_v16384_backward0", {384, 256, 2048}, 351880668.0, 9, 12, 4217, "e24a8ec9466c1d3b"},
+    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward0", {96, 512, 1024}, 83513804.0, 5, 24, 813, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward1", {192, 256, 512}, 3.377009e+08, 5, 24, 827, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward0", {192, 256, 512}, 85105458.0, 5, 23, 795, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 335124784.0, 5, 23, 808, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b2048_h1024_v16384_backward0", {48, 512, 1024}, 654744357.0, 5, 23, 811, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward0", {192, 256, 512}, 43490898.0, 5, 34, 1177, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward1", {192, 256, 512}, 169161848.0, 5, 34, 1187, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward0", {192, 256, 512}, 44157617.0, 5, 33, 1149, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 167322505.0, 5, 33, 1162, "319acbd97ef11104"},
+    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b2048_h1024_v16384_backward0", {192, 256, 512}, 334748826.0, 5, 33, 1171, "319acbd97ef11104"},
+    // gate kept (old block_b=48,block_h=1024,block_v=2048, new block_b=48,block_h=512,block_v=2048): old 78744600 ns, new 79112467 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:19:43.758Z
+    {"x86_64.avx512.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 7.87446e+07, 9, 17, 4557, "319acbd97ef11104"},
+    // gate kept (old block_b=96,block_h=512,block_v=512, new block_b=192,block_h=256,block_v=512): old 324015353 ns, new 325827134 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:19:45.695Z
+    {"x86_64.avx512.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward1", {96, 512, 512}, 324015353.0, 9, 17, 4582, "319acbd97ef11104"},
+    // gate kept (old block_b=48,block_h=1024,block_v=2048, new block_b=192,block_h=256,block_v=512): old 80128245 ns, new 83033951 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:19:53.563Z
+    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 80128245.0, 9, 11, 4045, "319acbd97ef11104"},
+    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 337470097.0, 5, 3, 65, "319acbd97ef11104"},
+    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "b2048_h1024_v16384_backward0", {192, 256, 512}, 659020268.0, 5, 3, 68, "319acbd97ef11104"},
+    // gate kept (old block_b=48,block_h=1024,block_v=1024, new block_b=48,block_h=512,block_v=2048): old 42117237 ns, new 41652016 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:19:55.544Z
+    {"x86_64.avx512.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 42117237.0, 9, 10, 3814, "319acbd97ef11104"},
+    {"x86_64.avx512.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward1", {192, 256, 512}, 162864194.0, 5, 14, 454, "319acbd97ef11104"},
+    // gate kept (old block_b=96,block_h=256,block_v=1024, new block_b=192,block_h=256,block_v=512): old 42123817 ns, new 43595723 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:19:56.628Z
+    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward0", {96, 256, 1024}, 42123817.0, 9, 12, 4166, "319acbd97ef11104"},
+    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 164879186.0, 5, 13, 429, "319acbd97ef11104"},
+    // gate replaced (old block_b=384,block_h=256,block_v=2048, new block_b=48,block_h=512,block_v=1024): old 334731470 ns, new 324957782 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:19:57.685Z
+    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "b2048_h1024_v16384_backward0", {48, 512, 1024}, 322172495.0, 5, 13, 440, "319acbd97ef11104"},
     {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 55839966.0, 5, 7, 3537, ""},
     {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "b1024_h512_v8192_backward1", {96, 128, 2048}, 2.3736138e+08, 5, 7, 3565, ""},
     {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "b1024_h512_v8192_backward0", {48, 1024, 1024}, 75908036.0, 5, 4, 3441, ""},

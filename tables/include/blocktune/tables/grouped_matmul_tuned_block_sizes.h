@@ -67,23 +67,24 @@ inline constexpr std::array<Row, 24> kRows{{
     {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m4096_k1024_n1024_groups64", {192, 384, 1024}, 62284197.0, 5, 8, 462, ""},
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 59534238.0, 5, 4, 309, ""},
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 1024}, 48837853.0, 5, 4, 260, ""},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m4096_k1024_n1024_groups64", {192, 384, 1024}, 9.371825e+07, 5, 11, 3870, "4f2581419476c0e6"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 103030681.0, 5, 7, 3664, "4f2581419476c0e6"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups8", {192, 512, 2048}, 84233864.0, 5, 7, 3629, "4f2581419476c0e6"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m4096_k1024_n1024_groups64", {96, 128, 1024}, 5.108196e+07, 5, 12, 3884, "4f2581419476c0e6"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 51879938.0, 5, 8, 3741, "4f2581419476c0e6"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups8", {96, 256, 512}, 43206689.0, 5, 8, 3689, "4f2581419476c0e6"},
-    // gate kept (old tile_m=192,tile_k=256,tile_n=2048, new tile_m=96,tile_k=256,tile_n=512): old 89038214 ns, new 91278259 ns, noise band 2.9%, 9 interleaved reps, 2026-11-27T01:16:52.316Z
-    {"x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m4096_k1024_n1024_groups64", {192, 256, 2048}, 89038214.0, 9, 19, 4659, "4f2581419476c0e6"},
-    // gate kept (old tile_m=192,tile_k=384,tile_n=2048, new tile_m=96,tile_k=256,tile_n=2048): old 91339800 ns, new 92687876 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:16:55.031Z
-    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 9.13398e+07, 9, 13, 4285, "4f2581419476c0e6"},
-    // gate kept (old tile_m=192,tile_k=384,tile_n=1024, new tile_m=192,tile_k=512,tile_n=1024): old 79274202 ns, new 77950692 ns, noise band 2.9%, 9 interleaved reps, 2026-11-27T01:16:57.678Z
-    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups8", {192, 384, 1024}, 79274202.0, 9, 13, 4248, "4f2581419476c0e6"},
-    {"x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m4096_k1024_n1024_groups64", {192, 512, 1024}, 50603909.0, 5, 12, 3882, "4f2581419476c0e6"},
-    // gate kept (old tile_m=192,tile_k=384,tile_n=2048, new tile_m=96,tile_k=256,tile_n=2048): old 46247064 ns, new 46631025 ns, noise band 2.9%, 9 interleaved reps, 2026-11-27T01:16:59.751Z
-    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 46247064.0, 9, 14, 4349, "4f2581419476c0e6"},
-    // gate replaced (old tile_m=96,tile_k=256,tile_n=512, new tile_m=24,tile_k=384,tile_n=1024): old 40359201 ns, new 39521103 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T01:17:01.160Z
-    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups8", {24, 384, 1024}, 43635957.0, 5, 6, 3527, "4f2581419476c0e6"},
+    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 96440273.0, 5, 26, 846, "0ac4ee524a42d1b8"},
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups64", {192, 512, 1024}, 101928766.0, 5, 25, 830, "0ac4ee524a42d1b8"},
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups8", {96, 384, 1024}, 79065667.0, 5, 25, 838, "0ac4ee524a42d1b8"},
+    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 47385823.0, 5, 36, 1211, "0ac4ee524a42d1b8"},
+    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups64", {192, 512, 1024}, 51688874.0, 5, 35, 1195, "0ac4ee524a42d1b8"},
+    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups8", {96, 256, 512}, 40399085.0, 5, 35, 1207, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=192,tile_k=256,tile_n=2048, new tile_m=192,tile_k=384,tile_n=1024): old 87056415 ns, new 86345209 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:05.677Z
+    {"x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m4096_k1024_n1024_groups64", {192, 256, 2048}, 87056415.0, 9, 19, 4659, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=192,tile_k=384,tile_n=2048, new tile_m=192,tile_k=512,tile_n=1024): old 90898742 ns, new 90574911 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:08.173Z
+    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 90898742.0, 9, 13, 4285, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=192,tile_k=384,tile_n=1024, new tile_m=192,tile_k=512,tile_n=1024): old 77108980 ns, new 76322512 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:10.664Z
+    {"x86_64.avx512.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups8", {192, 384, 1024}, 7.710898e+07, 9, 13, 4248, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=192,tile_k=512,tile_n=1024, new tile_m=192,tile_k=384,tile_n=1024): old 43033809 ns, new 43304441 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:12.593Z
+    {"x86_64.avx512.amd.fam25_mod17.t2", "bf16", "m4096_k1024_n1024_groups64", {192, 512, 1024}, 43033809.0, 9, 12, 3882, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=192,tile_k=384,tile_n=2048, new tile_m=192,tile_k=512,tile_n=1024): old 45543826 ns, new 45404089 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:14.001Z
+    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 45543826.0, 9, 14, 4349, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=24,tile_k=384,tile_n=1024, new tile_m=192,tile_k=512,tile_n=1024): old 39048369 ns, new 38750186 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:15.380Z
+    {"x86_64.avx512.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups8", {24, 384, 1024}, 39048369.0, 9, 6, 3527, "0ac4ee524a42d1b8"},
     {"x86_64.avx512.intel.fam6_mod167.t1", "bf16", "m4096_k1024_n1024_groups64", {48, 256, 1024}, 66385372.0, 5, 15, 3915, ""},
     {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 76496011.0, 5, 13, 3828, ""},
     {"x86_64.avx512.intel.fam6_mod167.t1", "f32", "m4096_k1024_n1024_groups8", {48, 384, 2048}, 55614317.0, 5, 13, 3780, ""},
