@@ -5,17 +5,20 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 
 #include "bucket.h"
 #include "index.h"
 #include "query_memo.h"
+#include "source.h"
 
 namespace blocktune::tables {
 
 // The lookup every generated header exposes, written once: bucket the problem, resolve over the
-// header's index, fall back to the kernel's default. Row needs `hardware`, `config` and
+// header's index, fall back to the kernel's default (the steps of source.h's precedence a
+// header has). Row needs `hardware`, `config` and
 // `median_ns` members.
 
 template <typename Row, std::size_t NDims>
@@ -68,11 +71,20 @@ template <typename Row, std::size_t NRows, std::size_t NDims>
 TableLookup<Row, NDims> AnswerFrom(const std::array<Row, NRows>& rows, const std::array<bool, NRows>& stale,
                                    const Resolution& r, const decltype(Row::config)& default_config,
                                    const BucketName<NDims>& bucket, std::string_view queried) {
+  using Answer = TableLookup<Row, NDims>;
   const int levels = static_cast<int>(r.level);
-  if (r.row == kNoId) return {default_config, Source::kDefault, {}, queried, levels, bucket, 0.0, nullptr, {}, false};
-  const Row& row = rows[r.row];
-  return {row.config, SourceOf(r),   row.hardware, queried,         levels,
-          bucket,     row.median_ns, &row,         row.fingerprint, stale[r.row]};
+  // A header has no explicit config, overrides or nearest step (source.h): the index's row or
+  // the default.
+  auto tuned = [&]() -> std::optional<Answer> {
+    if (r.row == kNoId) return std::nullopt;
+    const Row& row = rows[r.row];
+    return Answer{row.config, SourceOf(r),   row.hardware, queried,         levels,
+                  bucket,     row.median_ns, &row,         row.fingerprint, stale[r.row]};
+  };
+  auto kernel_default = [&] {
+    return Answer{default_config, Source::kDefault, {}, queried, levels, bucket, 0.0, nullptr, {}, false};
+  };
+  return ByPrecedence<Answer>(NoStep{}, NoStep{}, tuned, NoStep{}, kernel_default);
 }
 
 template <std::size_t NDims>
