@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <optional>
 
 #include "kernels/core/fingerprint.h"
 
@@ -91,22 +90,27 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
   const std::string_view dtype = DTypeName(query.dtype);
   a.queried_hardware = query.hardware_key;
 
-  // The steps of the precedence (tables/source.h), each answering or passing to the next.
+  // The steps of the precedence (tables/source.h): each fills in the answer and returns true, or
+  // returns false to pass to the next.
   using Answer = Result<LookupAnswer>;
-  auto explicit_config = [&]() -> std::optional<Answer> {
-    if (!query.explicit_config) return std::nullopt;
+  auto explicit_config = [&](Answer& out) {
+    if (!query.explicit_config) return false;
     // CompleteConfig's error already names the field ("config.block_zz").
     auto full = spec.CompleteConfig(*query.explicit_config);
-    if (!full) return Answer(std::unexpected(full.error()));
+    if (!full) {
+      out = std::unexpected(full.error());
+      return true;
+    }
     a.config = std::move(*full);
     a.source = tables::Source::kExplicit;
     a.hardware = query.hardware_key;
-    return Answer(std::move(a));
+    out = std::move(a);
+    return true;
   };
 
   // Overrides: the most specific hardware level wins; "*" is the least specific. A pin applies
   // under every prefix of the key (an operator's decision), not only along the fallback chain.
-  auto override_pin = [&]() -> std::optional<Answer> {
+  auto override_pin = [&](Answer& out) {
     const auto prefixes = tables::KeyPrefixes(query.hardware_key);
     const Override* pin = nullptr;
     size_t pin_level = prefixes.size() + 1;
@@ -129,7 +133,7 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
         pin_level = level;
       }
     }
-    if (pin == nullptr) return std::nullopt;
+    if (pin == nullptr) return false;
     a.config = pin->config;
     a.source = tables::Source::kOverride;
     a.hardware = pin->hardware_key;
@@ -137,28 +141,30 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
     a.override_id = pin->id;
     a.reason = pin->reason;
     a.expires_at = pin->expires_at;
-    return Answer(std::move(a));
+    out = std::move(a);
+    return true;
   };
 
   // Rows of another bucket scheme name buckets that no longer mean the same shapes: only this
   // version's rows are searched.
   const LookupIndex::KernelRows* group = index.RowsOf(spec.name(), spec.bucket_version());
   const tables::ChainKeys chain = tables::ChainOf(query.hardware_key);
-  auto tuned = [&]() -> std::optional<Answer> {
-    if (group == nullptr) return std::nullopt;
+  auto tuned = [&](Answer& out) {
+    if (group == nullptr) return false;
     const tables::Resolution r = group->index.Resolve(query.hardware_key, dtype, a.bucket);
-    if (r.row == tables::kNoId) return std::nullopt;
+    if (r.row == tables::kNoId) return false;
     FillFromRow(*group->rows[r.row].entry, a);
     a.source = tables::SourceOf(r);
     a.fallback_levels = static_cast<int>(r.level);
-    return Answer(std::move(a));
+    out = std::move(a);
+    return true;
   };
 
   // Nearest: the most specific chain level that has any row of this dtype, then the closest
   // bucket there (sum of |log2| distances per dim; ties: the smaller bucket id, then the
   // smaller key).
-  auto nearest_bucket = [&]() -> std::optional<Answer> {
-    if (!nearest || group == nullptr) return std::nullopt;
+  auto nearest_bucket = [&](Answer& out) {
+    if (!nearest || group == nullptr) return false;
     uint32_t level = tables::kNoLevel;
     for (const auto& r : group->rows) {
       if (r.dtype == dtype) level = std::min(level, tables::ChainLevel(chain, r.hardware));
@@ -176,22 +182,24 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
         best_d = d;
       }
     }
-    if (best == nullptr) return std::nullopt;
+    if (best == nullptr) return false;
     // The row passed its kernel's validation on this hardware family; the block checks
     // (micro-tile multiples, panel bytes vs L3) depend on the hardware, not on the dims,
     // and a block larger than a dim takes the remainder path.
     FillFromRow(*best->entry, a);
     a.source = tables::Source::kNearest;
     a.fallback_levels = static_cast<int>(level);
-    return Answer(std::move(a));
+    out = std::move(a);
+    return true;
   };
 
-  auto kernel_default = [&] {
+  auto kernel_default = [&](Answer& out) {
     a.config = spec.DefaultConfig();
     a.source = tables::Source::kDefault;
     a.hardware = query.hardware_key;
     a.fallback_levels = static_cast<int>(chain.size);
-    return Answer(std::move(a));
+    out = std::move(a);
+    return true;
   };
 
   return tables::ByPrecedence<Answer>(explicit_config, override_pin, tuned, nearest_bucket, kernel_default);
