@@ -114,22 +114,12 @@ void DrawAdaptProgress(const std::vector<UnitState>& units, int64_t tasks_done_a
   std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
 }
 
-Result<std::vector<tuner::TunedEntry>> ReadJsonl(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto parsed = codegen::ParseJsonl(text.str());
-  if (!parsed) return std::unexpected(WithPathPrefix(parsed.error(), path));
-  return parsed;
-}
-
 // `tables generate --db DB --out TABLES`: the database's rows merged over the checked-in ones
 // through the regression gate (a host row that would replace a checked-in row of this host's
 // profile with another config is re-timed side by side first), then every generated file.
 int Generate(const Common& c, const AdaptArgs& a, const std::string& db) {
   const std::string jsonl = a.tables + "/tuned_entries.jsonl";
-  auto base = ReadJsonl(jsonl);
+  auto base = ReadJsonlFile(jsonl);
   if (!base) return Fail(kExitFailed, base.error().ToString());
   auto store = store::Store::Open(db);
   if (!store) return Fail(kExitDatabase, "cannot open " + db + ": " + store.error().ToString());
@@ -173,7 +163,7 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     // Before the service detects the host: its key and every worker it starts carry the level.
     if (auto s = ForceIsa(a.isa); !s) return Fail(kExitUsage, s.error().message);
   }
-  auto checked_in = ReadJsonl(a.tables + "/tuned_entries.jsonl");
+  auto checked_in = ReadJsonlFile(a.tables + "/tuned_entries.jsonl");
   if (!checked_in) return Fail(kExitUsage, checked_in.error().ToString());
   tuner::AdaptOptions options;
   options.kernels = a.kernels;
@@ -203,6 +193,10 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     if (!store) return store.error();
     server::ServiceOptions service_options;
     a.timing.ApplyTo(service_options.sweep.timing);
+    // The same table that names the buckets serves the decision rounds and seeds the searches.
+    auto table_text = ReadText(a.tables + "/tuned_entries.jsonl");
+    if (!table_text) return Fail(kExitUsage, table_text.error().ToString());
+    service_options.checked_in_jsonl = std::move(*table_text);
     // The creation rate limit guards a daemon against broken clients; here one plan creates
     // all its sweeps at once.
     service_options.sweep_burst =

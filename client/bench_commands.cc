@@ -267,14 +267,6 @@ struct RegretArgs {
   int repetitions = 7;
 };
 
-Result<std::string> ReadText(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return NotFound("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int RunRegret(const Common& c, const RegretArgs& a) {
   auto k = PrepareLocalKernel(a.isa, a.kernel, a.dtype);
   if (!k) return k.error();

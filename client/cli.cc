@@ -9,12 +9,34 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+
+#include "codegen/codegen.h"
 
 namespace blocktune::client {
 
 int Fail(int code, const std::string& message) {
   std::fprintf(stderr, "blocktune: %s\n", message.c_str());
   return code;
+}
+
+Result<std::string> ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return NotFound("cannot read " + path);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+Result<std::vector<tuner::TunedEntry>> ReadJsonlFile(const std::string& path, bool missing_ok) {
+  auto text = ReadText(path);
+  if (!text) {
+    if (missing_ok && !std::filesystem::exists(path)) return std::vector<tuner::TunedEntry>{};
+    return std::unexpected(text.error());
+  }
+  auto parsed = codegen::ParseJsonl(*text);
+  if (!parsed) return std::unexpected(WithPathPrefix(parsed.error(), path));
+  return parsed;
 }
 
 Result<std::string> ResolveToken(const Common& c) {

@@ -42,6 +42,11 @@ int Fail(int code, const std::string& message);
 // The token for a route that needs one: --token, else BLOCKTUNE_TOKEN, else the first line of
 // --token-file; an error naming the file if it cannot be read or is empty.
 Result<std::string> ResolveToken(const Common& c);
+// A whole file's bytes; NotFound naming the path when it cannot be read.
+Result<std::string> ReadText(const std::string& path);
+// Tuned rows of a tuned_entries.jsonl file (errors prefixed with the path); a missing file is
+// an empty table when `missing_ok`.
+Result<std::vector<tuner::TunedEntry>> ReadJsonlFile(const std::string& path, bool missing_ok = false);
 Result<NamedInts> ParseShape(const std::string& text);
 void AddCommon(CLI::App* cmd, Common& c, bool server);
 // Opens (creating if missing, with its folder) the local database of --local, import and merge;

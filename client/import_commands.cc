@@ -26,14 +26,12 @@ struct ImportArgs {
 };
 
 int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
-  std::ifstream in(a.file, std::ios::binary);
-  if (!in) return Fail(kExitUsage, "cannot read " + a.file);
-  std::ostringstream text;
-  text << in.rdbuf();
+  auto text = ReadText(a.file);
+  if (!text) return Fail(kExitUsage, text.error().message);
   const external::ImportOptions options{a.kernel, a.hardware, a.platform};
-  auto set = format == "kerneltuner" ? external::ParseKernelTunerCache(text.str(), options)
-             : format == "t4"        ? external::ParseT4(text.str(), options)
-                                     : external::ParseCLBlast(text.str(), options);
+  auto set = format == "kerneltuner" ? external::ParseKernelTunerCache(*text, options)
+             : format == "t4"        ? external::ParseT4(*text, options)
+                                     : external::ParseCLBlast(*text, options);
   if (!set) return Fail(kExitFailed, a.file + ": " + set.error().message);
   for (const auto& w : set->warnings) std::fprintf(stderr, "warning: %s: %s\n", a.file.c_str(), w.c_str());
   const KernelSpec* spec = FindKernel(set->kernel);

@@ -115,11 +115,9 @@ struct LookupArgs {
 
 int RunLookup(const Common& c, const LookupArgs& a) {
   if (!a.batch.empty()) {
-    std::ifstream in(a.batch);
-    if (!in) return Fail(kExitUsage, "cannot read " + a.batch);
-    std::ostringstream text;
-    text << in.rdbuf();
-    auto parsed = wire::ParseBody(text.str(), wire::Limits{});
+    auto text = ReadText(a.batch);
+    if (!text) return Fail(kExitUsage, text.error().message);
+    auto parsed = wire::ParseBody(*text, wire::Limits{});
     if (!parsed) return Fail(kExitUsage, a.batch + ": " + parsed.error().ToString());
     auto queries = wire::DecodeBatchLookup(*parsed, wire::Limits{});
     if (!queries) return Fail(kExitUsage, a.batch + ": " + queries.error().ToString());

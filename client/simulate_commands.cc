@@ -118,11 +118,9 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
   if (!a.db.empty()) {
     buckets = LoadExhaustive(a.db, a.kernel);
   } else {
-    std::ifstream in(a.data, std::ios::binary);
-    if (!in) return Fail(kExitFailed, "cannot read " + a.data);
-    std::ostringstream text;
-    text << in.rdbuf();
-    buckets = tuner::ParseStoredBuckets(text.str());
+    auto text = ReadText(a.data);
+    if (!text) return Fail(kExitFailed, text.error().message);
+    buckets = tuner::ParseStoredBuckets(*text);
     if (buckets && !a.kernel.empty()) {
       std::erase_if(*buckets, [&](const tuner::StoredBucket& b) { return b.kernel != a.kernel; });
     }

@@ -68,19 +68,6 @@ struct TablesArgs {
   std::string jsonl;  // tables check: this file instead of <out>/tuned_entries.jsonl
 };
 
-Result<std::vector<tuner::TunedEntry>> ReadJsonlFile(const std::string& path, bool missing_ok) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    if (missing_ok) return std::vector<tuner::TunedEntry>{};
-    return NotFound("cannot read " + path);
-  }
-  std::ostringstream text;
-  text << in.rdbuf();
-  auto parsed = codegen::ParseJsonl(text.str());
-  if (!parsed) return std::unexpected(WithPathPrefix(parsed.error(), "jsonl"));
-  return parsed;
-}
-
 Result<std::vector<tuner::TunedEntry>> ReadDbRows(const std::string& db) {
   if (access(db.c_str(), R_OK) != 0) return NotFound("cannot read database " + db);
   auto store = store::Store::Open(db);

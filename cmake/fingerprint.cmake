@@ -9,7 +9,8 @@
 #     same files of every other kernel whose headers those include (grouped_matmul, for one,
 #     runs matmul's micro-kernels);
 #   - the speed-relevant core files those sources include (kernels/core/simd.h, vec_math.h,
-#     parallel.h with parallel.cc, scratch.h, and what those include among them), likewise;
+#     parallel.h with parallel.cc, scratch.h, isa_dispatch.h (which ISA's table runs), and what
+#     those include among them), likewise;
 #   - kernels/CMakeLists.txt (the library's compile options, -O3);
 #   - the toolchain line: compiler id and version, target processor, language level, the
 #     configured CXX flags and build-type flags, PIC and IPO settings.
@@ -21,7 +22,7 @@
 #   cmake -DROOT=<tree> -DTOOLCHAIN_FILE=<build>/generated/blocktune/toolchain.txt [-DKERNEL=matmul] -P cmake/fingerprint.cmake
 # prints "<kernel> <fingerprint>" per kernel (or only KERNEL's).
 
-set(BLOCKTUNE_FINGERPRINT_CORE_FILES simd.h vec_math.h parallel.h parallel.cc scratch.h)
+set(BLOCKTUNE_FINGERPRINT_CORE_FILES simd.h vec_math.h parallel.h parallel.cc scratch.h isa_dispatch.h)
 
 # The kernels: folders under kernels/ with a CMakeLists.txt, except core and bench.
 function(blocktune_fingerprint_kernels root out)
@@ -156,6 +157,9 @@ if(CMAKE_SCRIPT_MODE_FILE AND CMAKE_SCRIPT_MODE_FILE STREQUAL CMAKE_CURRENT_LIST
   if(NOT ROOT OR NOT TOOLCHAIN_FILE)
     message(FATAL_ERROR "usage: cmake -DROOT=<tree> -DTOOLCHAIN_FILE=<file> [-DKERNEL=<name>] -P fingerprint.cmake")
   endif()
+  # A relative ROOT (-DROOT=.) found no kernel folder and printed nothing: file(GLOB RELATIVE)
+  # wants an absolute base. In -P mode the current source dir is the working directory.
+  get_filename_component(ROOT "${ROOT}" ABSOLUTE)
   file(READ ${TOOLCHAIN_FILE} toolchain)
   if(KERNEL)
     set(kernels ${KERNEL})

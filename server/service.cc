@@ -39,7 +39,8 @@ Service::Service(std::unique_ptr<store::Store> store, std::string db_path, Servi
 Service::~Service() { Stop(); }
 
 Status Service::Start() {
-  auto checked_in = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
+  auto checked_in = codegen::ParseJsonl(options_.checked_in_jsonl.empty() ? codegen::CheckedInEntriesJsonl()
+                                                                          : options_.checked_in_jsonl);
   if (!checked_in) return std::unexpected(checked_in.error());
   checked_in_ = std::move(*checked_in);
   if (auto s = store_->tasks().RequeueInterrupted(); !s) return s;

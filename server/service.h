@@ -45,6 +45,10 @@ struct ServiceOptions {
   // (the daemon restarts its worker, which loaded the specs at its start).
   std::vector<std::string> kernel_dirs;
   std::function<void()> on_kernels_changed;
+  // The checked-in rows under the database's (tuned_entries.jsonl text); empty: the table built
+  // into this binary. `blocktune adapt --local --tables DIR` passes DIR's, so the table that
+  // names its buckets is also the one that serves the decision round and seeds the searches.
+  std::string checked_in_jsonl;
 };
 
 struct KernelReload {

@@ -18,11 +18,19 @@ class TaskSink : public tuner::SweepSink {
   // What a lookup serves the host for a bucket (its representative problem) now; the daemon
   // answers through its resolver (server/service.cc).
   using ServedFn = std::function<Result<std::optional<Config>>(const std::string& bucket, const Problem& problem)>;
+  // Configs other hardware profiles' rows chose for a bucket (tuner::SweepSink::Seeds).
+  using SeedsFn = std::function<Result<std::vector<Config>>(const std::string& bucket, const Problem& problem)>;
 
   // `cancelled`, if given, is polled by the engine between configs; `served`, if given, names
-  // the config the decision round must also beat.
-  TaskSink(Store& store, TaskRecord task, std::function<bool()> cancelled = {}, ServedFn served = {})
-      : store_(store), task_(std::move(task)), cancelled_(std::move(cancelled)), served_(std::move(served)) {}
+  // the config the decision round must also beat; `seeds`, if given, the configs a transfer or
+  // auto search measures first.
+  TaskSink(Store& store, TaskRecord task, std::function<bool()> cancelled = {}, ServedFn served = {},
+           SeedsFn seeds = {})
+      : store_(store),
+        task_(std::move(task)),
+        cancelled_(std::move(cancelled)),
+        served_(std::move(served)),
+        seeds_(std::move(seeds)) {}
 
   Result<std::vector<tuner::Measurement>> Existing(const std::string& bucket) override;
   // Commits the measurement and the engine's planned total for the task (`done` is implied
@@ -39,6 +47,9 @@ class TaskSink : public tuner::SweepSink {
   Result<std::optional<Config>> Served(const std::string& bucket, const Problem& problem) override {
     return served_ ? served_(bucket, problem) : std::optional<Config>();
   }
+  Result<std::vector<Config>> Seeds(const std::string& bucket, const Problem& problem) override {
+    return seeds_ ? seeds_(bucket, problem) : std::vector<Config>();
+  }
   // Added to the sweep's row (sweeps_table.h AddBreakdown).
   Status RecordBreakdown(const tuner::SweepBreakdown& breakdown) override;
   // Earlier sweeps of this kernel and dtype under other hardware keys.
@@ -50,6 +61,7 @@ class TaskSink : public tuner::SweepSink {
   TaskRecord task_;
   std::function<bool()> cancelled_;
   ServedFn served_;
+  SeedsFn seeds_;
 };
 
 }  // namespace blocktune::store

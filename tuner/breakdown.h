@@ -51,9 +51,10 @@ struct EvalCosts {
   }
 };
 
-// A sweep's (or one task's) wall time by phase. A resumed sweep adds the time of every run that
-// returned (done, cancelled, failed, or released at a drain); a run ended by SIGKILL records
-// nothing, since the breakdown is committed as RunSweep returns.
+// A sweep's (or one task's) wall time by phase. The engine commits what accumulated every few
+// seconds (after a measurement is stored) and as RunSweep returns, and the store adds the
+// parts up, so a resumed sweep counts every run, and a run ended by SIGKILL loses only the
+// time since its last commit (at most ~2 s and the config being measured).
 struct SweepBreakdown {
   double wall_s = 0;    // the engine's wall clock, summed over the sweep's tasks
   EvalCosts eval;       // the evaluator's phases
@@ -77,6 +78,16 @@ struct SweepBreakdown {
     decision_s += o.decision_s;
     measured += o.measured;
     return *this;
+  }
+  SweepBreakdown operator-(const SweepBreakdown& o) const {
+    SweepBreakdown d = *this;
+    d.wall_s -= o.wall_s;
+    d.eval = eval - o.eval;
+    d.store_s -= o.store_s;
+    d.search_s -= o.search_s;
+    d.decision_s -= o.decision_s;
+    d.measured -= o.measured;
+    return d;
   }
 };
 

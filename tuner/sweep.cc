@@ -11,6 +11,7 @@
 #include "kernels/core/fingerprint.h"
 #include "tuner/check.h"
 #include "tuner/search/search.h"
+#include "tuner/search/seeded.h"
 
 namespace blocktune::tuner {
 namespace {
@@ -48,18 +49,33 @@ class PhaseTimer {
   Clock::time_point start_;
 };
 
-// Hands the sink the breakdown of one RunSweep call however it returns (done, cancelled,
-// failed): the evaluator's phases since the start, the wall clock, and what the engine timed.
+// Hands the sink the breakdown of one RunSweep call in parts, each what accumulated since the
+// last (the sink adds them up): every SweepOptions::breakdown_flush_seconds after a stored measurement, and as RunSweep
+// returns however it returns (done, cancelled, failed), so a SIGKILL loses only the last part. Each part holds the
+// evaluator's phases, the wall clock, and what the engine timed.
 class BreakdownReport {
  public:
-  BreakdownReport(SweepSink& sink, const Evaluator& evaluator)
-      : sink_(sink), evaluator_(evaluator), start_(Clock::now()), costs_at_start_(evaluator.costs()) {}
-  ~BreakdownReport() {
-    breakdown.wall_s = SecondsSince(start_);
-    breakdown.eval = evaluator_.costs() - costs_at_start_;
-    if (auto s = sink_.RecordBreakdown(breakdown); !s) {
+  BreakdownReport(SweepSink& sink, const Evaluator& evaluator, double flush_seconds)
+      : sink_(sink),
+        evaluator_(evaluator),
+        flush_seconds_(flush_seconds),
+        start_(Clock::now()),
+        last_flush_(start_),
+        costs_at_start_(evaluator.costs()) {}
+  ~BreakdownReport() { Flush(); }
+  void MaybeFlush() {
+    if (SecondsSince(last_flush_) >= flush_seconds_) Flush();
+  }
+  void Flush() {
+    SweepBreakdown now = breakdown;
+    now.wall_s = SecondsSince(start_);
+    now.eval = evaluator_.costs() - costs_at_start_;
+    last_flush_ = Clock::now();
+    if (auto s = sink_.RecordBreakdown(now - flushed_); !s) {
       spdlog::warn("recording the sweep's time breakdown failed error=\"{}\"", s.error().ToString());
+      return;  // the next part carries this one's time too
     }
+    flushed_ = now;
   }
   BreakdownReport(const BreakdownReport&) = delete;
   BreakdownReport& operator=(const BreakdownReport&) = delete;
@@ -69,8 +85,11 @@ class BreakdownReport {
  private:
   SweepSink& sink_;
   const Evaluator& evaluator_;
+  double flush_seconds_;
   Clock::time_point start_;
+  Clock::time_point last_flush_;
   EvalCosts costs_at_start_;
+  SweepBreakdown flushed_;  // the sum of the parts recorded so far
 };
 
 }  // namespace
@@ -194,7 +213,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
                                          const HardwareProfile& hw, SweepSink& sink, const SweepOptions& options) {
   InProcessEvaluator in_process;
   Evaluator& evaluator = options.evaluator != nullptr ? *options.evaluator : in_process;
-  BreakdownReport report(sink, evaluator);
+  BreakdownReport report(sink, evaluator, options.breakdown_flush_seconds);
   SweepBreakdown& bd = report.breakdown;
 
   Result<std::vector<BucketPlan>> plans;
@@ -269,6 +288,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       if (auto s = sink.Record(m, done, total); !s) return s;
       measured.emplace(m.config.ToString(), results.size());
       results.push_back(m);
+      report.MaybeFlush();
       return {};
     };
     auto base = [&](const Config& c) {
@@ -358,6 +378,19 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     auto search = MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
                              BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
     bd.search_s += SecondsSince(search_setup);
+    if (UsesPrior(request.strategy)) {
+      Result<std::vector<Config>> seeds;
+      {
+        PhaseTimer t(bd.store_s);
+        seeds = sink.Seeds(plan.bucket, plan.problem);
+      }
+      if (!seeds) return std::unexpected(seeds.error());
+      std::vector<size_t> at;
+      for (const Config& c : *seeds) {
+        if (auto i = space.Find(c)) at.push_back(*i);  // another profile's row may not fit here
+      }
+      if (!at.empty()) search = MakeSeededSearch(std::move(search), std::move(at));
+    }
     if (!similarity.empty()) {
       PhaseTimer t(bd.store_s);
       if (auto s = sink.RecordPriorProfiles(similarity); !s) return std::unexpected(s.error());

@@ -82,6 +82,13 @@ class SweepSink {
   virtual Result<std::optional<Config>> Served(const std::string& /*bucket*/, const Problem& /*problem*/) {
     return std::optional<Config>();
   }
+  // Configs that other hardware profiles' tuned rows chose for this bucket (the checked-in
+  // table and the database, any key but this sweep's; most alike key first). Strategies that
+  // use a prior (transfer, auto) measure them before searching: on a machine without rows of
+  // its own they are the best first guesses there are. Default: none.
+  virtual Result<std::vector<Config>> Seeds(const std::string& /*bucket*/, const Problem& /*problem*/) {
+    return std::vector<Config>();
+  }
   // Where the wall time of this RunSweep call went; called once as it returns (also when it
   // stops early), so a sweep of many tasks, or one resumed after a kill, adds its parts up.
   virtual Status RecordBreakdown(const SweepBreakdown& /*breakdown*/) { return {}; }
@@ -106,6 +113,9 @@ struct SweepOptions {
   // than two standard errors of the median difference) to replace it.
   double min_noise_band = 0.02;
   std::string tool_version = kToolVersion;  // recorded with the environment
+  // The time breakdown is committed in parts at most this often (after a stored measurement),
+  // and as RunSweep returns: a SIGKILL loses at most this much of it. One small UPDATE per part.
+  double breakdown_flush_seconds = 2;
 };
 
 struct BucketPlan {

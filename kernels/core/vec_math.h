@@ -25,8 +25,8 @@ namespace blocktune::vec {
 inline constexpr float kExpMax = 88.7f;
 inline constexpr float kExpMin = -103.0f;
 inline constexpr float kLog2e = 1.44269504088896341f;
-inline constexpr float kLn2Hi = 0.693359375f;        // 8 significant bits: n * kLn2Hi is exact
-inline constexpr float kLn2Lo = -2.12194440e-4f;     // ln2 - kLn2Hi
+inline constexpr float kLn2Hi = 0.693359375f;     // 8 significant bits: n * kLn2Hi is exact
+inline constexpr float kLn2Lo = -2.12194440e-4f;  // ln2 - kLn2Hi
 // 1/k! for k = 6..2 (Horner order).
 inline constexpr float kC6 = 1.0f / 720.0f, kC5 = 1.0f / 120.0f, kC4 = 1.0f / 24.0f, kC3 = 1.0f / 6.0f, kC2 = 0.5f;
 
@@ -40,7 +40,8 @@ inline float ExpScalar(float x) {
 __attribute__((target("avx512f"))) inline __m512 Exp(__m512 x) {
   const __mmask16 underflow = _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpMin), _CMP_LT_OQ);
   x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(kExpMin)), _mm512_set1_ps(kExpMax));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Hi), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(kLn2Lo), r);
   __m512 p = _mm512_set1_ps(kC6);
@@ -56,7 +57,8 @@ __attribute__((target("avx512f"))) inline __m512 Exp(__m512 x) {
 __attribute__((target("avx2,fma"))) inline __m256 Exp(__m256 x) {
   const __m256 keep = _mm256_cmp_ps(x, _mm256_set1_ps(kExpMin), _CMP_GE_OQ);
   x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(kExpMin)), _mm256_set1_ps(kExpMax));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(kLog2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Hi), x);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(kLn2Lo), r);
   __m256 p = _mm256_set1_ps(kC6);

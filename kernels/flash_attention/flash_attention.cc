@@ -3,6 +3,7 @@
 // through scores -> online softmax -> P*V, skip causal blocks above the diagonal, normalise)
 // around the per-ISA inner loops of flash_attention_<isa>.cc.
 #include "kernels/flash_attention/flash_attention.h"
+#include "kernels/core/isa_dispatch.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +15,7 @@
 
 #include "kernels/core/parallel.h"
 #include "kernels/core/scratch.h"
+#include "kernels/flash_attention/flash_attention_ops.h"
 
 namespace blocktune::kernels {
 namespace {
@@ -25,25 +27,6 @@ constexpr int64_t kMaxDim = int64_t{1} << 31;
 // Below this many flops per thread, waking a worker (~2-10 us) costs more than it saves
 // (2^21 flops is ~10 us on one AVX-512 core), so small problems use fewer threads.
 constexpr double kMinFlopsPerThread = double(1 << 21);
-
-// nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
-// compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
-const Ops* OpsForIsa(std::string_view isa) {
-#if defined(__x86_64__)
-  if (isa == "avx512") return &flash_attention_internal::Avx512Ops();
-  if (isa == "avx2") return &flash_attention_internal::Avx2Ops();
-#endif
-  if (isa == "base" || isa == "portable") return &flash_attention_internal::PortableOps();
-  return nullptr;
-}
-
-const Ops& HostOps() {
-  static const Ops* kOps = [] {
-    const Ops* o = OpsForIsa(HostHardware().cpu.isa);
-    return o != nullptr ? o : &flash_attention_internal::PortableOps();
-  }();
-  return *kOps;
-}
 
 thread_local ScratchBuffer t_scratch;
 
@@ -181,12 +164,12 @@ Status Run(const Ops& ops, const HardwareProfile& hw, const FlashAttentionBlockS
   const int64_t bh = shape.batch * shape.heads;
   const int64_t items = bh * q_blocks;
   if (items == 0) return {};
-  Args a{&ops, bs, shape, dtype, q, k, v, o, lse,
-         scale.has_value() ? *scale : FlashAttentionDefaultScale(shape.head_dim)};
+  Args a{&ops, bs, shape, dtype, q,
+         k,    v,  o,     lse,   scale.has_value() ? *scale : FlashAttentionDefaultScale(shape.head_dim)};
   const ScratchLayout lay = Layout(ops.panel, bs, shape, dtype);
   const double flops = 4.0 * double(bh) * double(FlashAttentionPairs(shape)) * double(shape.head_dim);
-  const int useful = static_cast<int>(
-      std::min<double>({std::max(1.0, flops / kMinFlopsPerThread), double(threads), double(items)}));
+  const int useful =
+      static_cast<int>(std::min<double>({std::max(1.0, flops / kMinFlopsPerThread), double(threads), double(items)}));
   // Items are handed out dynamically, most expensive first: under the causal mask the last
   // query blocks see the most keys (up to q_blocks x the first), so a static contiguous split
   // would leave one thread with ~3/4 of the work at 2 threads. Heads are the fastest-varying
@@ -249,9 +232,9 @@ Status Validate(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& s
                              path);
     }
   }
-  const std::pair<const char*, int64_t> dims[] = {{"batch", shape.batch},   {"heads", shape.heads},
+  const std::pair<const char*, int64_t> dims[] = {{"batch", shape.batch},       {"heads", shape.heads},
                                                   {"kv_heads", shape.kv_heads}, {"seq_q", shape.seq_q},
-                                                  {"seq_kv", shape.seq_kv}, {"head_dim", shape.head_dim}};
+                                                  {"seq_kv", shape.seq_kv},     {"head_dim", shape.head_dim}};
   for (const auto& [name, value] : dims) {
     const std::string path = std::string("shape.") + name;
     if (value < 0) return InvalidArgument(std::string(name) + " must be >= 0, got " + std::to_string(value), path);
@@ -278,38 +261,30 @@ Status Validate(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& s
 int64_t FlashAttentionScratchBytes(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, DType dtype,
                                    std::string_view isa) {
   const int panel = isa == "avx512" ? flash_attention_internal::kAvx512Panel
-                    : isa == "avx2"   ? flash_attention_internal::kAvx2Panel
-                                      : flash_attention_internal::kPortablePanel;
+                    : isa == "avx2" ? flash_attention_internal::kAvx2Panel
+                                    : flash_attention_internal::kPortablePanel;
   return 4 * Layout(panel, bs, shape, dtype).Total();
 }
 
 Status FlashAttention(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, const float* q,
                       const float* k, const float* v, float* o, float* lse, int threads, std::optional<float> scale) {
-  return Run(HostOps(), HostHardware(), bs, shape, DType::kF32, q, k, v, o, lse, threads, scale);
+  return Run(HostOps<Ops>(), HostHardware(), bs, shape, DType::kF32, q, k, v, o, lse, threads, scale);
 }
 
 Status FlashAttention(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, const uint16_t* q,
                       const uint16_t* k, const uint16_t* v, float* o, float* lse, int threads,
                       std::optional<float> scale) {
-  return Run(HostOps(), HostHardware(), bs, shape, DType::kBF16, q, k, v, o, lse, threads, scale);
+  return Run(HostOps<Ops>(), HostHardware(), bs, shape, DType::kBF16, q, k, v, o, lse, threads, scale);
 }
 
-Status FlashAttentionWithIsa(std::string_view isa, const FlashAttentionBlockSizes& bs,
-                             const FlashAttentionShape& shape, DType dtype, const void* q, const void* k,
-                             const void* v, float* o, float* lse, int threads, std::optional<float> scale) {
-  const Ops* ops = OpsForIsa(isa);
-  if (ops == nullptr && isa != "avx512" && isa != "avx2") {
-    return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
-  }
-  if (ops == nullptr || !HostCanRun(isa)) {
-    return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
-                     "isa");
-  }
-  HardwareProfile hw = HostHardware();
-  hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
-  return Run(*ops, hw, bs, shape, dtype, q, k, v, o, lse, threads, scale);
+Status FlashAttentionWithIsa(std::string_view isa, const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape,
+                             DType dtype, const void* q, const void* k, const void* v, float* o, float* lse,
+                             int threads, std::optional<float> scale) {
+  const auto forced = OpsForIsa<Ops>(isa);
+  if (!forced) return std::unexpected(forced.error());
+  return Run(*forced->ops, forced->hw, bs, shape, dtype, q, k, v, o, lse, threads, scale);
 }
 
-const char* FlashAttentionIsa() { return HostOps().name; }
+const char* FlashAttentionIsa() { return HostOps<Ops>().name; }
 
 }  // namespace blocktune::kernels

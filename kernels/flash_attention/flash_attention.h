@@ -72,20 +72,19 @@ Status FlashAttention(const FlashAttentionBlockSizes& bs, const FlashAttentionSh
 
 // The same with a forced ISA ("avx512", "avx2", "portable"/"base") and a run-time dtype (q, k, v
 // point at float or bf16 bits). An error if this CPU cannot run that ISA. For tests/benchmarks.
-Status FlashAttentionWithIsa(std::string_view isa, const FlashAttentionBlockSizes& bs,
-                             const FlashAttentionShape& shape, DType dtype, const void* q, const void* k,
-                             const void* v, float* o, float* lse, int threads,
-                             std::optional<float> scale = std::nullopt);
+Status FlashAttentionWithIsa(std::string_view isa, const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape,
+                             DType dtype, const void* q, const void* k, const void* v, float* o, float* lse,
+                             int threads, std::optional<float> scale = std::nullopt);
 
 // The plain oracle: per query row, scores in double, max, exp, sum and the weighted sum of V in
 // double. f32 inputs (bf16 callers convert their rounded values first).
-void FlashAttentionReference(const FlashAttentionShape& shape, const float* q, const float* k, const float* v,
-                             float* o, float* lse, std::optional<float> scale = std::nullopt);
+void FlashAttentionReference(const FlashAttentionShape& shape, const float* q, const float* k, const float* v, float* o,
+                             float* lse, std::optional<float> scale = std::nullopt);
 
 // Bytes of scratch one thread allocates for these block sizes (the kernel's whole extra memory
 // per thread; compare with the 4 * seq_q * seq_kv bytes of a materialised score matrix).
-int64_t FlashAttentionScratchBytes(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape,
-                                   DType dtype, std::string_view isa);
+int64_t FlashAttentionScratchBytes(const FlashAttentionBlockSizes& bs, const FlashAttentionShape& shape, DType dtype,
+                                   std::string_view isa);
 
 // The ISA in use on this CPU: "avx512", "avx2" or "portable".
 const char* FlashAttentionIsa();
@@ -97,57 +96,5 @@ int64_t FlashAttentionPairs(const FlashAttentionShape& shape);
 Tolerance FlashAttentionTolerance(const FlashAttentionShape& shape);
 
 const KernelSpec& FlashAttentionSpec();
-
-// --- Internal: the per-ISA inner loops (flash_attention_<isa>.cc) used by the driver. --------
-//
-// The driver keeps everything for one panel of kPanel queries "query-major in the lanes":
-//   qt[d * panel + c]  = scale * Q[c][d]            (transposed, packed once per query block)
-//   s [j * panel + c]  = score / probability of key j for query c (one kv block)
-//   ot[d * panel + c]  = unnormalised O^T accumulator
-// so the row max, exp and sum of the online softmax are vertical vector ops (no horizontal
-// reductions), K and V rows are read in place as broadcasts (no transpose, f32 needs no pack),
-// and the causal mask is a lane mask. `cols` (1..panel) is the number of live queries; lanes
-// of the last partial vector beyond it are computed on zero-padded data and ignored.
-namespace flash_attention_internal {
-
-struct Ops {
-  const char* name;
-  int panel;  // queries per panel (lanes of the tiles): 32 on AVX-512, 16 on AVX2 and portable
-  // s[j][c] = sum_d k[j*ldk + d] * qt[d][c] for j < kb.
-  void (*scores)(const float* k, int64_t ldk, const float* qt, int64_t head_dim, int64_t kb, int cols, float* s);
-  // One online-softmax step over the kb rows of s: masks (if `masked`, lane c of row j is
-  // masked iff c < j + mask_base), updates the running max m and sum l, writes the rescale
-  // factor alpha = exp(m_old - m_new) and replaces s by p = exp(s - m_new) (0 where masked).
-  void (*softmax)(float* s, int64_t kb, int cols, float* m, float* l, float* alpha, bool masked,
-                  int64_t mask_base);
-  // ot[d][c] = alpha[c] * ot[d][c] + sum_j v[j*ldv + d] * p[j][c] for d < head_dim.
-  void (*pv)(const float* v, int64_t ldv, const float* p, int64_t kb, int cols, int64_t head_dim, float* ot,
-             const float* alpha);
-  void (*bf16_to_f32)(const uint16_t* in, float* out, int64_t n);
-  // qt[d][c] = scale * q[c*ldq + d] for c < rows (1..panel), zero for the other lanes of the
-  // last vector touched; d < head_dim. Once per query block.
-  void (*pack_q)(const float* q, int64_t ldq, int rows, int64_t head_dim, float scale, float* qt);
-  // o[c*ldo + d] = ot[d][c] * inv_l[c] for c < cols, d < head_dim. Once per query block.
-  void (*store_o)(const float* ot, int cols, int64_t head_dim, const float* inv_l, float* o, int64_t ldo);
-};
-
-// Scalar pack_q / store_o for 16-query panels (AVX2 and portable: transposes are a small part
-// of their run time).
-void PackQPanel16(const float* q, int64_t ldq, int rows, int64_t head_dim, float scale, float* qt);
-void StoreOPanel16(const float* ot, int cols, int64_t head_dim, const float* inv_l, float* o, int64_t ldo);
-
-// Each ISA's panel width (Ops::panel). Here as well as in the Ops tables because scratch sizes
-// and Validate answer for any ISA on any host (an avx512 row checked on an aarch64 machine),
-// and the x86 files are only compiled on x86-64.
-inline constexpr int kAvx512Panel = 32;
-inline constexpr int kAvx2Panel = 16;
-inline constexpr int kPortablePanel = 16;
-
-// Avx512Ops and Avx2Ops exist on x86-64 builds only (kernels/CMakeLists.txt).
-const Ops& Avx512Ops();
-const Ops& Avx2Ops();
-const Ops& PortableOps();
-
-}  // namespace flash_attention_internal
 
 }  // namespace blocktune::kernels

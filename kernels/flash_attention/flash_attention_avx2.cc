@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "kernels/core/vec_math.h"
+#include "kernels/flash_attention/flash_attention_ops.h"
 
 #define BLOCKTUNE_FA_AVX2 __attribute__((target("avx2,fma")))
 
@@ -20,8 +21,7 @@ namespace {
 constexpr int kPanel = kAvx2Panel;
 constexpr int kTileRows = 6;
 
-using TileFn = void (*)(const float* x, int64_t ldx, const float* panel, int64_t steps, float* out,
-                        const float* alpha);
+using TileFn = void (*)(const float* x, int64_t ldx, const float* panel, int64_t steps, float* out, const float* alpha);
 
 template <int kRows, int kVecs>
 BLOCKTUNE_FA_AVX2 void ScoreTile(const float* k, int64_t ldk, const float* qt, int64_t head_dim, float* out,
@@ -51,8 +51,7 @@ BLOCKTUNE_FA_AVX2 void ScoreTile(const float* k, int64_t ldk, const float* qt, i
 }
 
 template <int kRows, int kVecs>
-BLOCKTUNE_FA_AVX2 void PvTile(const float* v, int64_t ldv, const float* p, int64_t kb, float* ot,
-                              const float* alpha) {
+BLOCKTUNE_FA_AVX2 void PvTile(const float* v, int64_t ldv, const float* p, int64_t kb, float* ot, const float* alpha) {
   __m256 acc[kRows][kVecs];
   __m256 al[kVecs];
 #pragma GCC unroll 2
@@ -160,8 +159,7 @@ BLOCKTUNE_FA_AVX2 void SoftmaxVec(float* s, int64_t kb, float* m, float* l, floa
   }
   const __m256 m_new = _mm256_max_ps(mx0, mx1);
   const __m256 m_safe = _mm256_blendv_ps(m_new, zero, _mm256_cmp_ps(m_new, neg_inf, _CMP_EQ_OQ));
-  const __m256 a = _mm256_and_ps(_mm256_cmp_ps(m_old, neg_inf, _CMP_NEQ_OQ),
-                                 vec::Exp(_mm256_sub_ps(m_old, m_safe)));
+  const __m256 a = _mm256_and_ps(_mm256_cmp_ps(m_old, neg_inf, _CMP_NEQ_OQ), vec::Exp(_mm256_sub_ps(m_old, m_safe)));
   __m256 sum0 = zero, sum1 = zero;
   j = 0;
   for (; j + 2 <= kb; j += 2) {
@@ -210,7 +208,7 @@ BLOCKTUNE_FA_AVX2 void Bf16ToF32(const uint16_t* in, float* out, int64_t n) {
 
 }  // namespace
 
-const Ops& Avx2Ops() {
+const Ops& Ops::Avx2() {
   static const Ops kOps{"avx2", kPanel, &Scores, &Softmax, &Pv, &Bf16ToF32, &PackQPanel16, &StoreOPanel16};
   return kOps;
 }

@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "kernels/core/vec_math.h"
+#include "kernels/flash_attention/flash_attention_ops.h"
 
 #define BLOCKTUNE_FA_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma")))
 
@@ -25,8 +26,7 @@ namespace {
 constexpr int kPanel = kAvx512Panel;
 constexpr int kTileRows = 8;
 
-using TileFn = void (*)(const float* x, int64_t ldx, const float* panel, int64_t steps, float* out,
-                        const float* alpha);
+using TileFn = void (*)(const float* x, int64_t ldx, const float* panel, int64_t steps, float* out, const float* alpha);
 
 // Scores: out[r][c] = sum_d k[r*ldk + d] * qt[d][c], r < kRows.
 template <int kRows, int kVecs>
@@ -174,12 +174,11 @@ BLOCKTUNE_FA_AVX512 void SoftmaxVec(float* s, int64_t kb, float* m, float* l, fl
   }
   const __m512 m_new = _mm512_max_ps(_mm512_max_ps(mx0, mx1), _mm512_max_ps(mx2, mx3));
   // A row with no unmasked key yet keeps m = -inf; subtract 0 instead so no -inf - -inf = NaN.
-  const __m512 m_safe = _mm512_mask_mov_ps(m_new, _mm512_cmp_ps_mask(m_new, neg_inf, _CMP_EQ_OQ),
-                                           _mm512_setzero_ps());
+  const __m512 m_safe = _mm512_mask_mov_ps(m_new, _mm512_cmp_ps_mask(m_new, neg_inf, _CMP_EQ_OQ), _mm512_setzero_ps());
   // alpha = exp(m_old - m_new), exactly 0 for a row that had no key before (vec::Exp(-inf) is a
   // denormal, not 0, and denormals can cost microcode assists).
-  const __m512 a = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m_old, neg_inf, _CMP_NEQ_OQ),
-                                       vec::Exp(_mm512_sub_ps(m_old, m_safe)));
+  const __m512 a =
+      _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m_old, neg_inf, _CMP_NEQ_OQ), vec::Exp(_mm512_sub_ps(m_old, m_safe)));
   // Pass 2: p = exp(s - m) in place and the row sums, two independent add chains.
   __m512 sum0 = _mm512_setzero_ps(), sum1 = _mm512_setzero_ps();
   j = 0;
@@ -300,7 +299,7 @@ BLOCKTUNE_FA_AVX512 void StoreO(const float* ot, int cols, int64_t head_dim, con
 
 }  // namespace
 
-const Ops& Avx512Ops() {
+const Ops& Ops::Avx512() {
   static const Ops kOps{"avx512", kPanel, &Scores, &Softmax, &Pv, &Bf16ToF32, &PackQ, &StoreO};
   return kOps;
 }

@@ -6,6 +6,7 @@
 
 #include "kernels/core/vec_math.h"
 #include "kernels/flash_attention/flash_attention.h"
+#include "kernels/flash_attention/flash_attention_ops.h"
 
 namespace blocktune::kernels::flash_attention_internal {
 namespace {
@@ -21,7 +22,8 @@ constexpr int kPanel = kPortablePanel;
 #define BLOCKTUNE_FA_LANES_ONLY
 #endif
 
-BLOCKTUNE_FA_LANES_ONLY void Scores(const float* k, int64_t ldk, const float* qt, int64_t head_dim, int64_t kb, int, float* s) {
+BLOCKTUNE_FA_LANES_ONLY void Scores(const float* k, int64_t ldk, const float* qt, int64_t head_dim, int64_t kb, int,
+                                    float* s) {
   for (int64_t j = 0; j < kb; ++j) {
     const float* kr = k + j * ldk;
     float acc[kPanel] = {};
@@ -57,8 +59,8 @@ void Softmax(float* s, int64_t kb, int, float* m, float* l, float* alpha, bool m
   }
 }
 
-BLOCKTUNE_FA_LANES_ONLY void Pv(const float* v, int64_t ldv, const float* p, int64_t kb, int, int64_t head_dim, float* ot,
-        const float* alpha) {
+BLOCKTUNE_FA_LANES_ONLY void Pv(const float* v, int64_t ldv, const float* p, int64_t kb, int, int64_t head_dim,
+                                float* ot, const float* alpha) {
   for (int64_t d = 0; d < head_dim; ++d) {
     float acc[kPanel];
     for (int c = 0; c < kPanel; ++c) acc[c] = alpha[c] * ot[d * kPanel + c];
@@ -86,9 +88,8 @@ void StoreOPanel16(const float* ot, int cols, int64_t head_dim, const float* inv
   }
 }
 
-const Ops& PortableOps() {
-  static const Ops kOps{"portable", kPanel, &Scores, &Softmax, &Pv, &vec::Bf16ToF32, &PackQPanel16,
-                        &StoreOPanel16};
+const Ops& Ops::Portable() {
+  static const Ops kOps{"portable", kPanel, &Scores, &Softmax, &Pv, &vec::Bf16ToF32, &PackQPanel16, &StoreOPanel16};
   return kOps;
 }
 

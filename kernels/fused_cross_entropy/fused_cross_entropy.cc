@@ -2,7 +2,7 @@
 // (per thread: vocabulary blocks x row blocks, online logsumexp) and backward (vocabulary
 // blocks x row blocks, logits recomputed from the saved lse), around the per-ISA inner loops:
 // one Ops table (fused_cross_entropy_ops.h) per ISA, chosen once, holding the matmul
-// micro-kernels of kernels/matmul/micro_kernel.h and the vectorised row passes (exp, max, sum)
+// micro-kernels of kernels/matmul/matmul_ops.h and the vectorised row passes (exp, max, sum)
 // of fused_cross_entropy_<isa>.cc.
 //
 // Forward, per thread (a range of rows, or a slice of the vocabulary for all rows when there
@@ -22,6 +22,7 @@
 // extra memory (threads - 1) * b * h * 4 bytes (16 MiB at b=4096, h=1024, 2 threads), against
 // the h * v * 4 (128 MiB at v=32768) a per-thread partial dw would cost.
 #include "kernels/fused_cross_entropy/fused_cross_entropy.h"
+#include "kernels/core/isa_dispatch.h"
 
 #include <algorithm>
 #include <cmath>
@@ -44,7 +45,7 @@ namespace blocktune::kernels {
 namespace {
 
 using fused_cross_entropy_internal::Ops;
-using matmul_internal::MicroKernelSet;
+using MatmulOps = matmul_internal::Ops;
 
 // Depth of the dx (over vocabulary) and dw (over rows) GEMM chunks: a B micro-panel of
 // 256 x 32 floats is 32 KiB, inside the 48 KiB L1d next to the A micro-panel.
@@ -60,29 +61,18 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 int64_t CeilDiv(int64_t x, int64_t m) { return (x + m - 1) / m; }
 
-// nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
-// compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
-const Ops* OpsForIsa(std::string_view isa) {
-#if defined(__x86_64__)
-  if (isa == "avx512") return &fused_cross_entropy_internal::Avx512Ops();
-  if (isa == "avx2") return &fused_cross_entropy_internal::Avx2Ops();
-#endif
-  if (isa == "base" || isa == "portable") return &fused_cross_entropy_internal::PortableOps();
-  return nullptr;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Scratch: 64-byte aligned, kept per thread (the pool's workers persist, so steady-state calls
 // do not allocate).
 
-thread_local ScratchBuffer t_x_pack;    // x rows, A layout
-thread_local ScratchBuffer t_w_pack;    // w[:, cols], B layout
-thread_local ScratchBuffer t_tile;      // logits / dlogits tile
-thread_local ScratchBuffer t_wt_pack;   // w[:, cols]^T, B layout (backward)
-thread_local ScratchBuffer t_xt_pack;   // x rows^T, A layout (backward)
-thread_local ScratchBuffer t_dl_a;      // dlogits, A layout (backward)
-thread_local ScratchBuffer t_dl_b;      // dlogits, B layout (backward)
-thread_local ScratchBuffer t_dw_tile;   // dw[:, cols] accumulator (backward)
+thread_local ScratchBuffer t_x_pack;   // x rows, A layout
+thread_local ScratchBuffer t_w_pack;   // w[:, cols], B layout
+thread_local ScratchBuffer t_tile;     // logits / dlogits tile
+thread_local ScratchBuffer t_wt_pack;  // w[:, cols]^T, B layout (backward)
+thread_local ScratchBuffer t_xt_pack;  // x rows^T, A layout (backward)
+thread_local ScratchBuffer t_dl_a;     // dlogits, A layout (backward)
+thread_local ScratchBuffer t_dl_b;     // dlogits, B layout (backward)
+thread_local ScratchBuffer t_dw_tile;  // dw[:, cols] accumulator (backward)
 
 // ---------------------------------------------------------------------------------------------
 // Packing. A operands (m x k) go into k chunks of kc at dst + m_pad * k0, each chunk a sequence
@@ -95,7 +85,7 @@ inline float Load(uint16_t v) { return BF16ToFloat(BF16{v}); }
 
 // A[r][p] = src[r * ld + p].
 template <typename T>
-void PackARows(const MicroKernelSet& ks, const T* src, int64_t ld, int64_t m, int64_t k, int64_t kc, float* dst) {
+void PackARows(const MatmulOps& ks, const T* src, int64_t ld, int64_t m, int64_t k, int64_t kc, float* dst) {
   const int mr = ks.tile_rows;
   const int64_t m_pad = RoundUp(m, mr);
   for (int64_t k0 = 0; k0 < k; k0 += kc) {
@@ -194,8 +184,8 @@ void PackBCols(int nr, const T* src, int64_t ld, int64_t k, int64_t n, int64_t k
 // C[m x n] (=|+=) A chunk * B chunk of depth kb. Each A micro-panel (MR x kb) stays in L1
 // while the B chunk (kb x n, in L2) streams under it: matmul.cc's order, which measured faster
 // than reusing B micro-panels from L1 across the row panels.
-void MacroKernel(const MicroKernelSet& ks, const float* a, const float* b, int64_t m, int64_t n, int64_t kb,
-                 float* c, int64_t ldc, bool accumulate) {
+void MacroKernel(const MatmulOps& ks, const float* a, const float* b, int64_t m, int64_t n, int64_t kb, float* c,
+                 int64_t ldc, bool accumulate) {
   const int mr = ks.tile_rows;
   const int nr = ks.tile_cols;
   for (int64_t ir = 0; ir < m; ir += mr) {
@@ -276,7 +266,7 @@ Status CheckCall(const FusedCrossEntropyShape& shape, const FusedCrossEntropyInp
 template <typename T>
 void ForwardT(const Ops& ops, const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
               const FusedCrossEntropyInputs& in, float* loss, float* lse, int threads) {
-  const MicroKernelSet& ks = *ops.ks;
+  const MatmulOps& ks = *ops.ks;
   const T* x = static_cast<const T*>(in.x);
   const T* w = static_cast<const T*>(in.w);
   const int32_t* labels = in.labels;
@@ -346,9 +336,10 @@ void ForwardT(const Ops& ops, const FusedCrossEntropyBlockSizes& bs, const Fused
     }
     const float l = m + std::log(s);
     lse[i] = l;
-    loss[i] = labels[i] < 0 ? 0.0f
-                            : static_cast<float>(double(l) - double(label_logit[static_cast<size_t>(i)]) +
-                                                 z * double(l) * double(l));
+    loss[i] =
+        labels[i] < 0
+            ? 0.0f
+            : static_cast<float>(double(l) - double(label_logit[static_cast<size_t>(i)]) + z * double(l) * double(l));
   }
 }
 
@@ -356,7 +347,7 @@ template <typename T>
 void BackwardT(const Ops& ops, const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
                const FusedCrossEntropyInputs& in, const float* lse, const float* dloss, float* dx, float* dw,
                int threads) {
-  const MicroKernelSet& ks = *ops.ks;
+  const MatmulOps& ks = *ops.ks;
   const T* x = static_cast<const T*>(in.x);
   const T* w = static_cast<const T*>(in.w);
   const int32_t* labels = in.labels;
@@ -424,8 +415,8 @@ void BackwardT(const Ops& ops, const FusedCrossEntropyBlockSizes& bs, const Fuse
         // dx[rows, :] += dlogits[rows, cols] * w[:, cols]^T
         PackARows(ks, static_cast<const float*>(tile), k.tld, rows, cols, kSubKc, dla);
         for (int64_t k0 = 0; k0 < cols; k0 += kSubKc) {
-          MacroKernel(ks, dla + rows_pad * k0, wtp + h_pad_n * k0, rows, H, std::min(kSubKc, cols - k0),
-                      dxp + r0 * H, H, true);
+          MacroKernel(ks, dla + rows_pad * k0, wtp + h_pad_n * k0, rows, H, std::min(kSubKc, cols - k0), dxp + r0 * H,
+                      H, true);
         }
         // dw[:, cols] (=|+=) x[rows, :]^T * dlogits[rows, cols]
         PackACols(mr, x + r0 * H, H, H, rows, kSubKc, xtp);
@@ -480,32 +471,9 @@ Status RunBackward(const Ops& ops, const HardwareProfile& hw, const FusedCrossEn
   return {};
 }
 
-const Ops& HostOps() {
-  static const Ops* kOps = [] {
-    const Ops* o = OpsForIsa(HostHardware().cpu.isa);
-    return o != nullptr ? o : &fused_cross_entropy_internal::PortableOps();
-  }();
-  return *kOps;
-}
-
-Result<std::pair<const Ops*, HardwareProfile>> ForcedIsa(std::string_view isa) {
-  const Ops* o = OpsForIsa(isa);
-  if (o == nullptr && isa != "avx512" && isa != "avx2") {
-    return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
-  }
-  if (o == nullptr || !HostCanRun(isa)) {
-    return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
-                     "isa");
-  }
-  HardwareProfile hw = HostHardware();
-  hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
-  return std::make_pair(o, hw);
-}
-
 }  // namespace
 
-Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
-                const HardwareProfile& hw) {
+Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape, const HardwareProfile& hw) {
   const MatmulTile tile = MatmulTileFor(hw.cpu.isa);
   const std::pair<const char*, int64_t> params[] = {
       {"block_b", bs.block_b}, {"block_h", bs.block_h}, {"block_v", bs.block_v}};
@@ -515,9 +483,9 @@ Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropySh
                              std::string("config.") + name);
     }
     if (value > kMaxBlock) {
-      return InvalidArgument(std::string(name) + " must be at most " + std::to_string(kMaxBlock) + ", got " +
-                                 std::to_string(value),
-                             std::string("config.") + name);
+      return InvalidArgument(
+          std::string(name) + " must be at most " + std::to_string(kMaxBlock) + ", got " + std::to_string(value),
+          std::string("config.") + name);
     }
   }
   // Blocks that are not whole micro-tiles leave a partial tile in every block, not only at the
@@ -534,17 +502,17 @@ Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropySh
   }
   // 16 floats = one 64-byte line: every h chunk but the last starts x and w reads on a line.
   if (bs.block_h % 16 != 0) {
-    return InvalidArgument("block_h must be a multiple of 16 (one cache line of f32), got " +
-                               std::to_string(bs.block_h),
-                           "config.block_h");
+    return InvalidArgument(
+        "block_h must be a multiple of 16 (one cache line of f32), got " + std::to_string(bs.block_h),
+        "config.block_h");
   }
   const std::pair<const char*, int64_t> dims[] = {{"b", shape.b}, {"h", shape.h}, {"v", shape.v}};
   for (const auto& [name, value] : dims) {
     const int64_t min = std::string_view(name) == "b" ? 0 : 1;
     if (value < min || value > (int64_t{1} << 24)) {
-      return InvalidArgument(std::string(name) + " must be in [" + std::to_string(min) + ", 16777216], got " +
-                                 std::to_string(value),
-                             std::string("shape.") + name);
+      return InvalidArgument(
+          std::string(name) + " must be in [" + std::to_string(min) + ", 16777216], got " + std::to_string(value),
+          std::string("shape.") + name);
     }
   }
   const Blocking k = MakeBlocking(bs, shape, tile.rows, tile.cols);
@@ -553,7 +521,8 @@ Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropySh
                                " KiB (clamped to the problem) exceeds 16 MiB",
                            "config.block_v");
   }
-  const int64_t scratch = 4 * std::max(ForwardScratchFloats(k, shape), BackwardScratchFloats(k, shape, tile.rows, tile.cols));
+  const int64_t scratch =
+      4 * std::max(ForwardScratchFloats(k, shape), BackwardScratchFloats(k, shape, tile.rows, tile.cols));
   if (scratch > kMaxScratchBytes) {
     return InvalidArgument("scratch per thread " + std::to_string(scratch >> 20) +
                                " MiB (packed x and w panels, tiles; dominated by 2*h*block_v*4) exceeds 256 MiB",
@@ -564,7 +533,7 @@ Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropySh
 
 int64_t FusedCrossEntropyScratchBytes(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
                                       bool backward, int threads) {
-  const MicroKernelSet& ks = *HostOps().ks;
+  const MatmulOps& ks = *HostOps<Ops>().ks;
   const Blocking k = MakeBlocking(bs, shape, ks.tile_rows, ks.tile_cols);
   const int64_t fwd = ForwardScratchFloats(k, shape) * 4 * threads + 12 * shape.b * threads;
   if (!backward) return fwd;
@@ -576,29 +545,29 @@ int64_t FusedCrossEntropyScratchBytes(const FusedCrossEntropyBlockSizes& bs, con
 
 Status FusedCrossEntropyForward(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
                                 const FusedCrossEntropyInputs& in, float* loss, float* lse, int threads) {
-  return RunForward(HostOps(), HostHardware(), bs, shape, in, loss, lse, threads);
+  return RunForward(HostOps<Ops>(), HostHardware(), bs, shape, in, loss, lse, threads);
 }
 
 Status FusedCrossEntropyBackward(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
-                                 const FusedCrossEntropyInputs& in, const float* lse, const float* dloss,
-                                 float* dx, float* dw, int threads) {
-  return RunBackward(HostOps(), HostHardware(), bs, shape, in, lse, dloss, dx, dw, threads);
+                                 const FusedCrossEntropyInputs& in, const float* lse, const float* dloss, float* dx,
+                                 float* dw, int threads) {
+  return RunBackward(HostOps<Ops>(), HostHardware(), bs, shape, in, lse, dloss, dx, dw, threads);
 }
 
 Status FusedCrossEntropyForwardWithIsa(std::string_view isa, const FusedCrossEntropyBlockSizes& bs,
                                        const FusedCrossEntropyShape& shape, const FusedCrossEntropyInputs& in,
                                        float* loss, float* lse, int threads) {
-  auto forced = ForcedIsa(isa);
+  const auto forced = OpsForIsa<Ops>(isa);
   if (!forced) return std::unexpected(forced.error());
-  return RunForward(*forced->first, forced->second, bs, shape, in, loss, lse, threads);
+  return RunForward(*forced->ops, forced->hw, bs, shape, in, loss, lse, threads);
 }
 
 Status FusedCrossEntropyBackwardWithIsa(std::string_view isa, const FusedCrossEntropyBlockSizes& bs,
                                         const FusedCrossEntropyShape& shape, const FusedCrossEntropyInputs& in,
                                         const float* lse, const float* dloss, float* dx, float* dw, int threads) {
-  auto forced = ForcedIsa(isa);
+  const auto forced = OpsForIsa<Ops>(isa);
   if (!forced) return std::unexpected(forced.error());
-  return RunBackward(*forced->first, forced->second, bs, shape, in, lse, dloss, dx, dw, threads);
+  return RunBackward(*forced->ops, forced->hw, bs, shape, in, lse, dloss, dx, dw, threads);
 }
 
 }  // namespace blocktune::kernels

@@ -39,16 +39,15 @@ struct FusedCrossEntropyBlockSizes {
 // Inputs as stored: x and w point to float (DType::kF32) or uint16_t bf16 bits (DType::kBF16).
 struct FusedCrossEntropyInputs {
   DType dtype = DType::kF32;
-  const void* x = nullptr;         // [b, h] row-major
-  const void* w = nullptr;         // [h, v] row-major
-  const int32_t* labels = nullptr; // [b], each < v; negative = ignore the row
+  const void* x = nullptr;          // [b, h] row-major
+  const void* w = nullptr;          // [h, v] row-major
+  const int32_t* labels = nullptr;  // [b], each < v; negative = ignore the row
   float z_loss_weight = 0.0f;
 };
 
 // Why these block sizes cannot run this shape on this hardware (one reason, Error::path
 // "config.<param>" or "shape.<dim>"); ok if they can. Blocks larger than a dim are clamped.
-Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
-                const HardwareProfile& hw);
+Status Validate(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape, const HardwareProfile& hw);
 
 // Forward: loss [b] and lse [b] (f32). Ignored rows get loss 0 and their lse.
 Status FusedCrossEntropyForward(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
@@ -57,8 +56,8 @@ Status FusedCrossEntropyForward(const FusedCrossEntropyBlockSizes& bs, const Fus
 // Backward from the forward's lse and the upstream gradient dloss [b]: dx [b, h] and dw [h, v]
 // (f32, overwritten). Ignored rows contribute nothing.
 Status FusedCrossEntropyBackward(const FusedCrossEntropyBlockSizes& bs, const FusedCrossEntropyShape& shape,
-                                 const FusedCrossEntropyInputs& in, const float* lse, const float* dloss,
-                                 float* dx, float* dw, int threads);
+                                 const FusedCrossEntropyInputs& in, const float* lse, const float* dloss, float* dx,
+                                 float* dw, int threads);
 
 // The same with a forced ISA ("avx512", "avx2", "portable"/"base"); an error if this CPU cannot
 // run it. For tests and benchmarks.
@@ -79,9 +78,8 @@ int64_t FusedCrossEntropyScratchBytes(const FusedCrossEntropyBlockSizes& bs, con
 // and, if non-null, the gradient masses max_b sum_v |dlogits terms| and max_v sum_b |...| (see
 // FusedCrossEntropyTolerance) where dlogits = c * p - dloss * onehot counts |c * p| + |dloss|.
 void FusedCrossEntropyReference(const FusedCrossEntropyShape& shape, const float* x, const float* w,
-                                const int32_t* labels, float z_loss_weight, float* loss, float* lse,
-                                const float* dloss, float* dx, float* dw, double* dx_row_mass = nullptr,
-                                double* dw_col_mass = nullptr);
+                                const int32_t* labels, float z_loss_weight, float* loss, float* lse, const float* dloss,
+                                float* dx, float* dw, double* dx_row_mass = nullptr, double* dw_col_mass = nullptr);
 
 // Verification tolerances (see spec.cc for the derivation). max_abs_lse bounds |lse|, and
 // dx_row_mass / dw_col_mass are max_b sum_v |dlogits[b,v]| and max_v sum_b |dlogits[b,v]| of
@@ -90,8 +88,8 @@ struct FusedCrossEntropyTolerances {
   Tolerance lse, loss, dx, dw;
 };
 FusedCrossEntropyTolerances FusedCrossEntropyTolerance(const FusedCrossEntropyShape& shape, DType dtype,
-                                                       float z_loss_weight, double max_abs_lse,
-                                                       double dx_row_mass, double dw_col_mass);
+                                                       float z_loss_weight, double max_abs_lse, double dx_row_mass,
+                                                       double dw_col_mass);
 
 const KernelSpec& FusedCrossEntropySpec();
 

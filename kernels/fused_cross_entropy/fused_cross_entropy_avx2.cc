@@ -18,8 +18,7 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-BLOCKTUNE_FCE_AVX2 void TileStats(const float* tile, int64_t ld, int rows, int64_t cols, float* m_run,
-                                  float* s_run) {
+BLOCKTUNE_FCE_AVX2 void TileStats(const float* tile, int64_t ld, int rows, int64_t cols, float* m_run, float* s_run) {
   const int64_t full = cols / 8 * 8;
   for (int r = 0; r < rows; ++r) {
     const float* row = tile + r * ld;
@@ -30,7 +29,8 @@ BLOCKTUNE_FCE_AVX2 void TileStats(const float* tile, int64_t ld, int rows, int64
     const float m_new = std::max(m_run[r], m_tile);
     const __m256 mv = _mm256_set1_ps(m_new);
     __m256 acc = _mm256_setzero_ps();
-    for (int64_t j = 0; j < full; j += 8) acc = _mm256_add_ps(acc, vec::Exp(_mm256_sub_ps(_mm256_loadu_ps(row + j), mv)));
+    for (int64_t j = 0; j < full; j += 8)
+      acc = _mm256_add_ps(acc, vec::Exp(_mm256_sub_ps(_mm256_loadu_ps(row + j), mv)));
     float s = vec::ReduceAdd(acc);
     for (int64_t j = full; j < cols; ++j) s += vec::ExpScalar(row[j] - m_new);
     s_run[r] = s_run[r] * vec::ExpScalar(m_run[r] - m_new) + s;
@@ -54,8 +54,8 @@ BLOCKTUNE_FCE_AVX2 void TileDlogits(float* tile, int64_t ld, int rows, int64_t c
 
 }  // namespace
 
-const Ops& Avx2Ops() {
-  static const Ops kOps{&matmul_internal::Avx2Kernels(), &TileStats, &TileDlogits};
+const Ops& Ops::Avx2() {
+  static const Ops kOps{"avx2", &matmul_internal::Ops::Avx2(), &TileStats, &TileDlogits};
   return kOps;
 }
 

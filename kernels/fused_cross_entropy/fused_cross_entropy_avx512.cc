@@ -18,8 +18,7 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-BLOCKTUNE_FCE_AVX512 void TileStats(const float* tile, int64_t ld, int rows, int64_t cols, float* m_run,
-                                    float* s_run) {
+BLOCKTUNE_FCE_AVX512 void TileStats(const float* tile, int64_t ld, int rows, int64_t cols, float* m_run, float* s_run) {
   const int64_t full = cols / 16 * 16;
   const __mmask16 tail = static_cast<__mmask16>((1u << (cols - full)) - 1);
   for (int r = 0; r < rows; ++r) {
@@ -66,8 +65,8 @@ BLOCKTUNE_FCE_AVX512 void TileDlogits(float* tile, int64_t ld, int rows, int64_t
 
 }  // namespace
 
-const Ops& Avx512Ops() {
-  static const Ops kOps{&matmul_internal::Avx512Kernels(), &TileStats, &TileDlogits};
+const Ops& Ops::Avx512() {
+  static const Ops kOps{"avx512", &matmul_internal::Ops::Avx512(), &TileStats, &TileDlogits};
   return kOps;
 }
 

@@ -34,8 +34,8 @@ void TileDlogits(float* tile, int64_t ld, int rows, int64_t cols, const float* l
 
 }  // namespace
 
-const Ops& PortableOps() {
-  static const Ops kOps{&matmul_internal::PortableKernels(), &TileStats, &TileDlogits};
+const Ops& Ops::Portable() {
+  static const Ops kOps{"portable", &matmul_internal::Ops::Portable(), &TileStats, &TileDlogits};
   return kOps;
 }
 

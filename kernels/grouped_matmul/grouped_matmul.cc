@@ -1,6 +1,6 @@
 // The grouped-matmul driver: validation, ISA dispatch, the work list that balances skewed groups
 // over threads, and per work item the GotoBLAS loop nest (tile_k depth, pack B -> tile_m rows,
-// pack A -> micro-kernels of kernels/matmul/micro_kernel.h). Small groups (at most 32 rows on
+// pack A -> micro-kernels of kernels/matmul/matmul_ops.h). Small groups (at most 32 rows on
 // AVX-512, 12 on AVX2) skip the B packing and run a direct kernel that reads rhs in place; the
 // per-ISA pieces (micro-kernels, bf16 widening, direct kernels and their shape) are one Ops
 // table (grouped_matmul_ops.h, filled in by grouped_matmul_<isa>.cc) chosen once, and the loop
@@ -17,12 +17,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <utility>
 #include <tuple>
+#include <utility>
 #include <vector>
 
-#include "kernels/core/scratch.h"
+#include "kernels/core/isa_dispatch.h"
 #include "kernels/core/parallel.h"
+#include "kernels/core/scratch.h"
 #include "kernels/grouped_matmul/grouped_matmul.h"
 #include "kernels/grouped_matmul/grouped_matmul_ops.h"
 #include "kernels/matmul/matmul.h"
@@ -32,7 +33,7 @@ namespace {
 
 using grouped_matmul_internal::kDirectK;
 using grouped_matmul_internal::Ops;
-using matmul_internal::MicroKernelSet;
+using MatmulOps = matmul_internal::Ops;
 
 // Below this many flops per thread a worker wake-up (~2-10 us) costs more than it saves.
 constexpr double kMinFlopsPerThread = double(1 << 21);
@@ -42,25 +43,6 @@ constexpr int64_t kBCostRows = 16;
 // Work items per thread the splitter aims for (largest first): the final straggler is then at
 // most ~1/4 of a thread's share.
 constexpr int64_t kItemsPerThread = 4;
-
-// nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
-// compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
-const Ops* OpsForIsa(std::string_view isa) {
-#if defined(__x86_64__)
-  if (isa == "avx512") return &grouped_matmul_internal::Avx512Ops();
-  if (isa == "avx2") return &grouped_matmul_internal::Avx2Ops();
-#endif
-  if (isa == "base" || isa == "portable") return &grouped_matmul_internal::PortableOps();
-  return nullptr;
-}
-
-const Ops& HostOps() {
-  static const Ops* kOps = [] {
-    const Ops* o = OpsForIsa(HostHardware().cpu.isa);
-    return o != nullptr ? o : &grouped_matmul_internal::PortableOps();
-  }();
-  return *kOps;
-}
 
 thread_local ScratchBuffer t_a_pack;
 thread_local ScratchBuffer t_b_pack;
@@ -85,9 +67,9 @@ struct Operands {
 };
 
 template <typename T>
-void RunItem(const Ops& ops, const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape,
-             const Operands<T>& op, const Item& it) {
-  const MicroKernelSet& ks = *ops.ks;
+void RunItem(const Ops& ops, const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape, const Operands<T>& op,
+             const Item& it) {
+  const MatmulOps& ks = *ops.ks;
   const int mr = ks.tile_rows;
   const int nr = ks.tile_cols;
   const int64_t k = shape.k;
@@ -276,17 +258,9 @@ Status Run(const Ops& ops, const HardwareProfile& hw, const GroupedMatmulBlockSi
 template <typename T>
 Status RunWithIsa(std::string_view isa, const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape,
                   const int32_t* group_sizes, const T* lhs, const T* rhs, float* out, int threads) {
-  const Ops* ops = OpsForIsa(isa);
-  if (ops == nullptr && isa != "avx512" && isa != "avx2") {
-    return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
-  }
-  if (ops == nullptr || !HostCanRun(isa)) {
-    return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
-                     "isa");
-  }
-  HardwareProfile hw = HostHardware();
-  hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
-  return Run(*ops, hw, bs, shape, group_sizes, lhs, rhs, out, threads);
+  const auto forced = OpsForIsa<Ops>(isa);
+  if (!forced) return std::unexpected(forced.error());
+  return Run(*forced->ops, forced->hw, bs, shape, group_sizes, lhs, rhs, out, threads);
 }
 
 }  // namespace
@@ -323,12 +297,12 @@ Status ValidateGroupSizes(const GroupedMatmulShape& shape, const int32_t* group_
 
 Status GroupedMatmul(const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape, const int32_t* group_sizes,
                      const float* lhs, const float* rhs, float* out, int threads) {
-  return Run(HostOps(), HostHardware(), bs, shape, group_sizes, lhs, rhs, out, threads);
+  return Run(HostOps<Ops>(), HostHardware(), bs, shape, group_sizes, lhs, rhs, out, threads);
 }
 
 Status GroupedMatmul(const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape, const int32_t* group_sizes,
                      const uint16_t* lhs, const uint16_t* rhs, float* out, int threads) {
-  return Run(HostOps(), HostHardware(), bs, shape, group_sizes, lhs, rhs, out, threads);
+  return Run(HostOps<Ops>(), HostHardware(), bs, shape, group_sizes, lhs, rhs, out, threads);
 }
 
 Status GroupedMatmulWithIsa(std::string_view isa, const GroupedMatmulBlockSizes& bs, const GroupedMatmulShape& shape,

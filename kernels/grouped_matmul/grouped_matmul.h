@@ -6,7 +6,7 @@
 // packing, f32 accumulation); the output is f32 for both.
 //
 // Blocking: each group is a (group_size x k) * (k x n) matmul cache-blocked by tile_m rows,
-// tile_k depth and tile_n columns around the micro-kernels of kernels/matmul/micro_kernel.h.
+// tile_k depth and tile_n columns around the micro-kernels of kernels/matmul/matmul_ops.h.
 // A row tile never straddles a group boundary: a group's rows are cut into tiles starting at
 // the group's first row, so its last tile is partial (no mixing, no splitting needed). On
 // AVX-512, groups of <= 32 rows skip B packing and run a direct kernel on rhs in place (they are

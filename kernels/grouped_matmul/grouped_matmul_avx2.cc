@@ -66,8 +66,8 @@ GMM_AVX2 inline __m256 LoadB8(const T* b, int cols, __m256i mask) {
 }
 
 template <int kRows, int kVecs, typename T>
-GMM_AVX2 void DirectKernel(int64_t kc, const float* a, int64_t lda, const T* b, int64_t ldb, float* c,
-                           int64_t ldc, int cols, bool accumulate) {
+GMM_AVX2 void DirectKernel(int64_t kc, const float* a, int64_t lda, const T* b, int64_t ldb, float* c, int64_t ldc,
+                           int cols, bool accumulate) {
   __m256 acc[kRows][kVecs];
 #pragma GCC unroll 6
   for (int r = 0; r < kRows; ++r) {
@@ -91,7 +91,8 @@ GMM_AVX2 void DirectKernel(int64_t kc, const float* a, int64_t lda, const T* b, 
       for (int v = 0; v < kVecs; ++v) bv[v] = LoadB8(bp + 8 * v, 8, mask[v]);
     } else {
 #pragma GCC unroll 2
-      for (int v = 0; v < kVecs; ++v) bv[v] = vcols[v] > 0 ? LoadB8(bp + 8 * v, vcols[v], mask[v]) : _mm256_setzero_ps();
+      for (int v = 0; v < kVecs; ++v)
+        bv[v] = vcols[v] > 0 ? LoadB8(bp + 8 * v, vcols[v], mask[v]) : _mm256_setzero_ps();
     }
 #pragma GCC unroll 6
     for (int r = 0; r < kRows; ++r) {
@@ -124,10 +125,9 @@ struct DirectMaker {
 
 }  // namespace
 
-const Ops& Avx2Ops() {
-  static const Ops kOps = MakeDirectOps<DirectMaker>(matmul_internal::Avx2Kernels(), &Convert, 16,
-                                                      kDirectMaxGroupRows,
-                                                      std::make_integer_sequence<int, kDirectRows>());
+const Ops& Ops::Avx2() {
+  static const Ops kOps = MakeDirectOps<DirectMaker>(matmul_internal::Ops::Avx2(), &Convert, 16, kDirectMaxGroupRows,
+                                                     std::make_integer_sequence<int, kDirectRows>());
   return kOps;
 }
 

@@ -54,13 +54,14 @@ GMM_AVX512 inline __m512 LoadB(const T* b, __mmask16 m) {
 }
 
 GMM_AVX512 inline __mmask16 ColMask(int cols) {
-  return cols >= 16 ? static_cast<__mmask16>(0xffff)
-                    : cols <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << cols) - 1);
+  return cols >= 16  ? static_cast<__mmask16>(0xffff)
+         : cols <= 0 ? static_cast<__mmask16>(0)
+                     : static_cast<__mmask16>((1u << cols) - 1);
 }
 
 template <int kRows, int kVecs, typename T>
-GMM_AVX512 void DirectKernel(int64_t kc, const float* a, int64_t lda, const T* b, int64_t ldb, float* c,
-                             int64_t ldc, int cols, bool accumulate) {
+GMM_AVX512 void DirectKernel(int64_t kc, const float* a, int64_t lda, const T* b, int64_t ldb, float* c, int64_t ldc,
+                             int cols, bool accumulate) {
   __m512 acc[kRows][kVecs];
 #pragma GCC unroll 12
   for (int r = 0; r < kRows; ++r) {
@@ -105,10 +106,9 @@ struct DirectMaker {
 
 }  // namespace
 
-const Ops& Avx512Ops() {
-  static const Ops kOps = MakeDirectOps<DirectMaker>(matmul_internal::Avx512Kernels(), &Convert, 32,
-                                                      kDirectMaxGroupRows,
-                                                      std::make_integer_sequence<int, kDirectRows>());
+const Ops& Ops::Avx512() {
+  static const Ops kOps = MakeDirectOps<DirectMaker>(matmul_internal::Ops::Avx512(), &Convert, 32, kDirectMaxGroupRows,
+                                                     std::make_integer_sequence<int, kDirectRows>());
   return kOps;
 }
 

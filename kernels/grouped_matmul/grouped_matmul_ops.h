@@ -1,14 +1,14 @@
 // Internal to kernels/grouped_matmul: the table of operations one ISA provides, so the driver
 // in grouped_matmul.cc (work list, loop nest, direct path) is written once and each
 // grouped_matmul_<isa>.cc, under its own target attribute, only supplies the inner loops: the
-// matmul micro-kernels of that ISA (kernels/matmul/micro_kernel.h), the bf16 widening, and the
+// matmul micro-kernels of that ISA (kernels/matmul/matmul_ops.h), the bf16 widening, and the
 // direct small-group kernels with their shape and the group size up to which they run.
 #pragma once
 
 #include <cstdint>
 #include <utility>
 
-#include "kernels/matmul/micro_kernel.h"
+#include "kernels/matmul/matmul_ops.h"
 
 namespace blocktune::kernels::grouped_matmul_internal {
 
@@ -45,23 +45,31 @@ using ConvertFn = void (*)(const uint16_t* src, float* dst, int64_t n);
 // Everything one ISA provides: the matmul micro-kernels plus this kernel's bf16 conversion and
 // direct small-group kernels (nullptr where the ISA has none: the packed path then runs).
 struct Ops {
-  const matmul_internal::MicroKernelSet* ks = nullptr;
+  const char* name = nullptr;  // "avx512", "avx2", "portable"
+  const matmul_internal::Ops* ks = nullptr;
   ConvertFn convert = nullptr;
-  int direct_rows = 0;  // rows per direct-kernel call (the tables' filled height)
-  int direct_cols = 0;  // columns per direct-kernel call (the half variant takes half)
+  int direct_rows = 0;                // rows per direct-kernel call (the tables' filled height)
+  int direct_cols = 0;                // columns per direct-kernel call (the half variant takes half)
   int64_t direct_max_group_rows = 0;  // groups up to this size run direct (0: never)
   // direct_*[half][rows - 1]: half=1 when cols <= direct_cols / 2.
   DirectF32Fn direct_f32[2][kDirectMaxRows] = {};
   DirectBf16Fn direct_bf16[2][kDirectMaxRows] = {};
+
+  // One table per ISA (kernels/core/isa_dispatch.h), each in grouped_matmul_<isa>.cc; Avx512 and Avx2
+  // exist on x86-64 builds only (kernels/CMakeLists.txt).
+  static const Ops& Avx512();
+  static const Ops& Avx2();
+  static const Ops& Portable();
 };
 
 // The table of an x86 ISA: its micro-kernels, its widening, and direct kernels of 1 ..
 // sizeof...(kRows) rows, `Maker<rows, vecs, T>::kFn` being the one of `vecs` vectors of
 // columns (2: the full call, 1: the half variant) for rhs elements of type T.
 template <template <int, int, typename> class Maker, int... kRows>
-Ops MakeDirectOps(const matmul_internal::MicroKernelSet& ks, ConvertFn convert, int direct_cols,
-                  int64_t direct_max_group_rows, std::integer_sequence<int, kRows...>) {
+Ops MakeDirectOps(const matmul_internal::Ops& ks, ConvertFn convert, int direct_cols, int64_t direct_max_group_rows,
+                  std::integer_sequence<int, kRows...>) {
   Ops o;
+  o.name = ks.name;
   o.ks = &ks;
   o.convert = convert;
   o.direct_rows = sizeof...(kRows);
@@ -73,10 +81,5 @@ Ops MakeDirectOps(const matmul_internal::MicroKernelSet& ks, ConvertFn convert, 
   ((o.direct_bf16[1][kRows] = Maker<kRows + 1, 1, uint16_t>::kFn), ...);
   return o;
 }
-
-// Avx512Ops and Avx2Ops exist on x86-64 builds only (kernels/CMakeLists.txt).
-const Ops& Avx512Ops();
-const Ops& Avx2Ops();
-const Ops& PortableOps();
 
 }  // namespace blocktune::kernels::grouped_matmul_internal

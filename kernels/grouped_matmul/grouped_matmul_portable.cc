@@ -5,10 +5,11 @@
 
 namespace blocktune::kernels::grouped_matmul_internal {
 
-const Ops& PortableOps() {
+const Ops& Ops::Portable() {
   static const Ops kOps = [] {
     Ops o;
-    o.ks = &matmul_internal::PortableKernels();
+    o.name = "portable";
+    o.ks = &matmul_internal::Ops::Portable();
     o.convert = &vec::Bf16ToF32;
     return o;
   }();

@@ -1,6 +1,6 @@
 // The matmul driver: validation, ISA dispatch, the thread split, and the GotoBLAS/BLIS loop
 // nest (block_n columns -> block_k depth, pack B -> block_m rows, pack A -> micro-tile rows ->
-// micro-tile columns) around the micro-kernels of micro_kernel_*.cc.
+// micro-tile columns) around the micro-kernels of matmul_*.cc.
 //
 // The innermost loop walks B's packed block (block_k x block_n, in L2) under one A micro-panel
 // (tile_rows x block_k, in L1), as BLIS does with its broadcast operand: the L1-resident panel
@@ -13,15 +13,16 @@
 #include <string>
 #include <type_traits>
 
+#include "kernels/core/isa_dispatch.h"
 #include "kernels/core/parallel.h"
 #include "kernels/core/scratch.h"
 #include "kernels/matmul/matmul.h"
-#include "kernels/matmul/micro_kernel.h"
+#include "kernels/matmul/matmul_ops.h"
 
 namespace blocktune::kernels {
 namespace {
 
-using matmul_internal::MicroKernelSet;
+using matmul_internal::Ops;
 
 // A packed panel larger than this is a typo, not a tuning choice: 64 MiB is 32x the L2 and
 // would need a 64 MiB allocation per thread.
@@ -34,26 +35,6 @@ constexpr double kMinFlopsPerThread = double(1 << 21);
 constexpr int64_t kSkinnyCols = 64;
 constexpr int64_t kSkinnyRows = 64;
 
-// nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
-// compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
-const MicroKernelSet* SetForIsa(std::string_view isa) {
-#if defined(__x86_64__)
-  if (isa == "avx512") return &matmul_internal::Avx512Kernels();
-  if (isa == "avx2") return &matmul_internal::Avx2Kernels();
-#endif
-  if (isa == "base" || isa == "portable") return &matmul_internal::PortableKernels();
-  return nullptr;
-}
-
-// The ISA the host runs; "avx512" already implies FMA on every CPU that has it.
-const MicroKernelSet& HostSet() {
-  static const MicroKernelSet* kSet = [] {
-    const MicroKernelSet* s = SetForIsa(HostHardware().cpu.isa);
-    return s != nullptr ? s : &matmul_internal::PortableKernels();
-  }();
-  return *kSet;
-}
-
 thread_local ScratchBuffer t_a_buffer;
 thread_local ScratchBuffer t_b_buffer;
 
@@ -65,18 +46,19 @@ inline float Widen(BF16 x) { return BF16ToFloat(x); }
 // B's packing (matmul_internal::PackBRows); bf16 is widened element by element.
 template <typename T>
 void PackB(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, float* dst) {
-  matmul_internal::PackBRows(b, ldb, kb, nb, tile_cols,
-                             [](const T* src, float* d, int64_t n) {
-                               for (int64_t q = 0; q < n; ++q) d[q] = Widen(src[q]);
-                             },
-                             dst);
+  matmul_internal::PackBRows(
+      b, ldb, kb, nb, tile_cols,
+      [](const T* src, float* d, int64_t n) {
+        for (int64_t q = 0; q < n; ++q) d[q] = Widen(src[q]);
+      },
+      dst);
 }
 
 // Packs rows x kc of A into one micro-panel (dst[p*tile_rows + r]); f32 uses the ISA's packer.
-void PackA(const MicroKernelSet& ks, const float* a, int64_t lda, int rows, int64_t kc, float* dst) {
+void PackA(const Ops& ks, const float* a, int64_t lda, int rows, int64_t kc, float* dst) {
   ks.pack_a(a, lda, rows, kc, dst);
 }
-void PackA(const MicroKernelSet& ks, const BF16* a, int64_t lda, int rows, int64_t kc, float* dst) {
+void PackA(const Ops& ks, const BF16* a, int64_t lda, int rows, int64_t kc, float* dst) {
   const int mr = ks.tile_rows;
   for (int r = 0; r < rows; ++r) {
     const BF16* s = a + r * lda;
@@ -114,8 +96,8 @@ void ForEachRowTile(int64_t mb, int mr, F&& f) {
 
 // One thread's C[rows, cols] block with the full k reduction; no synchronisation needed.
 template <typename T>
-void ComputeBlock(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const MatmulShape& shape, Range rows,
-                  Range cols, const T* a, const T* b, float* c) {
+void ComputeBlock(const Ops& ks, const MatmulBlockSizes& bs, const MatmulShape& shape, Range rows, Range cols,
+                  const T* a, const T* b, float* c) {
   const int mr = ks.tile_rows;
   const int nr = ks.tile_cols;
   const int64_t lda = shape.k;
@@ -176,8 +158,8 @@ void ComputeBlock(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const Ma
               return;
             }
             if (a_in_place) {
-              ks.kernels_a_rows[half][m_rows - 1](kb, a + (ic + ir) * lda + pc, lda, b_pack + jr * kb, ct, ldc,
-                                                  n_cols, accumulate);
+              ks.kernels_a_rows[half][m_rows - 1](kb, a + (ic + ir) * lda + pc, lda, b_pack + jr * kb, ct, ldc, n_cols,
+                                                  accumulate);
               return;
             }
           }
@@ -199,8 +181,8 @@ void ComputeBlock(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const Ma
 // Chooses a tm x tn grid of threads (tm * tn <= threads) minimising one thread's work: its
 // padded tile area plus the packing it repeats (each thread packs its own A and B; a packed
 // element costs about as much as 10 multiply-adds).
-void ChooseGrid(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const MatmulShape& shape, int threads,
-                int* grid_m, int* grid_n) {
+void ChooseGrid(const Ops& ks, const MatmulBlockSizes& bs, const MatmulShape& shape, int threads, int* grid_m,
+                int* grid_n) {
   const int64_t m_tiles = (shape.m + ks.tile_rows - 1) / ks.tile_rows;
   const int64_t n_tiles = (shape.n + ks.tile_cols - 1) / ks.tile_cols;
   const double flops = 2.0 * double(shape.m) * double(shape.n) * double(shape.k);
@@ -224,8 +206,8 @@ void ChooseGrid(const MicroKernelSet& ks, const MatmulBlockSizes& bs, const Matm
 }
 
 template <typename T>
-Status Run(const MicroKernelSet& ks, const HardwareProfile& hw, const MatmulBlockSizes& bs,
-           const MatmulShape& shape, const T* a, const T* b, float* c, int threads) {
+Status Run(const Ops& ks, const HardwareProfile& hw, const MatmulBlockSizes& bs, const MatmulShape& shape, const T* a,
+           const T* b, float* c, int threads) {
   if (auto s = Validate(bs, shape, hw); !s) return s;
   if (threads < 1) return InvalidArgument("threads must be >= 1, got " + std::to_string(threads), "threads");
   if (shape.m == 0 || shape.n == 0) return {};
@@ -256,7 +238,8 @@ MatmulTile MatmulTileFor(std::string_view isa) {
 
 Status ValidateGemmBlocking(const GemmBlocking& g, const HardwareProfile& hw) {
   const MatmulTile tile = MatmulTileFor(hw.cpu.isa);
-  const std::pair<const char*, int64_t> params[] = {{g.rows_name, g.rows}, {g.cols_name, g.cols}, {g.depth_name, g.depth}};
+  const std::pair<const char*, int64_t> params[] = {
+      {g.rows_name, g.rows}, {g.cols_name, g.cols}, {g.depth_name, g.depth}};
   for (const auto& [name, value] : params) {
     if (value <= 0) {
       return InvalidArgument(std::string(name) + " must be positive, got " + std::to_string(value),
@@ -271,8 +254,8 @@ Status ValidateGemmBlocking(const GemmBlocking& g, const HardwareProfile& hw) {
   // A block that is not a whole number of micro-tiles leaves a partial tile in every block, not
   // just at the matrix edge: the kernel stays correct but wastes up to a tile per block.
   if (g.rows % tile.rows != 0) {
-    return InvalidArgument(std::string(g.rows_name) + " must be a multiple of the " + hw.cpu.isa + " micro-tile rows (" +
-                               std::to_string(tile.rows) + "), got " + std::to_string(g.rows),
+    return InvalidArgument(std::string(g.rows_name) + " must be a multiple of the " + hw.cpu.isa +
+                               " micro-tile rows (" + std::to_string(tile.rows) + "), got " + std::to_string(g.rows),
                            std::string("config.") + g.rows_name);
   }
   if (g.cols % tile.cols != 0) {
@@ -284,14 +267,14 @@ Status ValidateGemmBlocking(const GemmBlocking& g, const HardwareProfile& hw) {
   if (hw.l3_bytes > 0) limit = std::min(limit, hw.l3_bytes);
   const std::string limit_text = std::to_string(limit >> 10) + " KiB";
   if (g.depth * g.cols * 4 > limit) {
-    return InvalidArgument("packed B panel " + std::string(g.depth_name) + "*" + g.cols_name + "*4 = " +
-                               std::to_string(g.depth * g.cols * 4 >> 10) + " KiB exceeds " + limit_text +
+    return InvalidArgument("packed B panel " + std::string(g.depth_name) + "*" + g.cols_name +
+                               "*4 = " + std::to_string(g.depth * g.cols * 4 >> 10) + " KiB exceeds " + limit_text +
                                " (min of L3 and 64 MiB)",
                            std::string("config.") + g.cols_name);
   }
   if (g.rows * g.depth * 4 > limit) {
-    return InvalidArgument("packed A panel " + std::string(g.rows_name) + "*" + g.depth_name + "*4 = " +
-                               std::to_string(g.rows * g.depth * 4 >> 10) + " KiB exceeds " + limit_text +
+    return InvalidArgument("packed A panel " + std::string(g.rows_name) + "*" + g.depth_name +
+                               "*4 = " + std::to_string(g.rows * g.depth * 4 >> 10) + " KiB exceeds " + limit_text +
                                " (min of L3 and 64 MiB)",
                            std::string("config.") + g.rows_name);
   }
@@ -314,28 +297,20 @@ Status Validate(const MatmulBlockSizes& bs, const MatmulShape& shape, const Hard
 
 Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a, const float* b, float* c,
               int threads) {
-  return Run(HostSet(), HostHardware(), bs, shape, a, b, c, threads);
+  return Run(HostOps<Ops>(), HostHardware(), bs, shape, a, b, c, threads);
 }
 
 Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const BF16* a, const BF16* b, float* c,
               int threads) {
-  return Run(HostSet(), HostHardware(), bs, shape, a, b, c, threads);
+  return Run(HostOps<Ops>(), HostHardware(), bs, shape, a, b, c, threads);
 }
 
 template <typename T>
 Status MatmulWithIsaT(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const T* a,
                       const T* b, float* c, int threads) {
-  const MicroKernelSet* s = SetForIsa(isa);
-  if (s == nullptr && isa != "avx512" && isa != "avx2") {
-    return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
-  }
-  if (s == nullptr || !HostCanRun(isa)) {
-    return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " kernel",
-                     "isa");
-  }
-  HardwareProfile hw = HostHardware();
-  hw.cpu.isa = isa == "portable" ? "base" : std::string(isa);
-  return Run(*s, hw, bs, shape, a, b, c, threads);
+  const auto forced = OpsForIsa<Ops>(isa);
+  if (!forced) return std::unexpected(forced.error());
+  return Run(*forced->ops, forced->hw, bs, shape, a, b, c, threads);
 }
 
 Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a,
@@ -348,6 +323,6 @@ Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const Mat
   return MatmulWithIsaT(isa, bs, shape, a, b, c, threads);
 }
 
-const char* MatmulIsa() { return HostSet().name; }
+const char* MatmulIsa() { return HostOps<Ops>().name; }
 
 }  // namespace blocktune::kernels

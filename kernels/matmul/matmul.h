@@ -41,8 +41,8 @@ Status Validate(const MatmulBlockSizes& bs, const MatmulShape& shape, const Hard
 
 // The tuned kernel. Any m, n, k >= 0 (remainders handled); `threads` >= 1 workers.
 // Returns the Validate error instead of running an invalid config.
-Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a, const float* b,
-              float* c, int threads);
+Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a, const float* b, float* c,
+              int threads);
 
 // bf16 inputs (storage only: widened to f32 while packing), f32 accumulation and output.
 Status Matmul(const MatmulBlockSizes& bs, const MatmulShape& shape, const BF16* a, const BF16* b, float* c,
@@ -66,10 +66,10 @@ MatmulTile MatmulTileFor(std::string_view isa);
 
 // Matmul with a forced micro-kernel ("avx512", "avx2", "portable"/"base"), validated against
 // that ISA's tile; an error if this CPU cannot run it. For tests and benchmarks.
-Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape,
-                     const float* a, const float* b, float* c, int threads);
-Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape,
-                     const BF16* a, const BF16* b, float* c, int threads);
+Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const float* a,
+                     const float* b, float* c, int threads);
+Status MatmulWithIsa(std::string_view isa, const MatmulBlockSizes& bs, const MatmulShape& shape, const BF16* a,
+                     const BF16* b, float* c, int threads);
 
 // The blocking checks every kernel built on these micro-kernels shares: each block positive and
 // at most 2^24, rows and columns multiples of the ISA's micro-tile (a partial micro-tile in

@@ -1,7 +1,7 @@
 // The ragged_paged_attention driver and its one algorithm: validation of block sizes, shape and
 // metadata, the work list of (sequence, KV head, query block) items and its thread schedule, ISA
-// dispatch (one Ops table per ISA, chosen once), and the work item in its two forms (see the
-// header's internal section) around the per-ISA inner loops of ragged_paged_attention_<isa>.cc
+// dispatch (one Ops table per ISA, kernels/core/isa_dispatch.h), and the work item in its two
+// forms (see ragged_paged_attention_ops.h) around the per-ISA inner loops of ragged_paged_attention_<isa>.cc
 // and flash_attention_<isa>.cc.
 //
 // Threading: items are sorted by estimated cost (keys streamed x score rows) largest first and
@@ -17,10 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "kernels/core/isa_dispatch.h"
 #include "kernels/core/parallel.h"
 #include "kernels/core/scratch.h"
 #include "kernels/flash_attention/flash_attention.h"
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
+#include "kernels/ragged_paged_attention/ragged_paged_attention_ops.h"
 
 namespace blocktune::kernels {
 namespace {
@@ -61,25 +63,6 @@ struct Scratch {
   std::vector<const float*> k_rows, v_rows;
 };
 thread_local Scratch t_scratch;
-
-// nullptr for an unknown name, and off x86-64 for avx512/avx2 too: their files are not
-// compiled there (kernels/CMakeLists.txt), and HostCanRun never admits them.
-const Ops* OpsForIsa(std::string_view isa) {
-#if defined(__x86_64__)
-  if (isa == "avx512") return &rpa_internal::Avx512Ops();
-  if (isa == "avx2") return &rpa_internal::Avx2Ops();
-#endif
-  if (isa == "base" || isa == "portable") return &rpa_internal::PortableOps();
-  return nullptr;
-}
-
-const Ops& HostOps() {
-  static const Ops* kOps = [] {
-    const Ops* o = OpsForIsa(HostHardware().cpu.isa);
-    return o != nullptr ? o : &rpa_internal::PortableOps();
-  }();
-  return *kOps;
-}
 
 // Where the work item's sequence sits.
 struct ItemGeometry {
@@ -189,7 +172,8 @@ void RunPanelItem(const Context& ctx, const WorkItem& item, Scratch& sc) {
       const int64_t src = ((geo.q_off + qa) * sh.heads + item.kv_head * group + h) * d;
       float* panel_qt = qt + (h * qpanels + p) * pd;
       if (bf16) {
-        for (int c = 0; c < cols; ++c) po.bf16_to_f32(static_cast<const uint16_t*>(in.q) + src + c * ld_tok, qrows + c * d, d);
+        for (int c = 0; c < cols; ++c)
+          po.bf16_to_f32(static_cast<const uint16_t*>(in.q) + src + c * ld_tok, qrows + c * d, d);
         po.pack_q(qrows, d, cols, d, scale, panel_qt);
       } else {
         po.pack_q(static_cast<const float*>(in.q) + src, ld_tok, cols, d, scale, panel_qt);
@@ -319,8 +303,7 @@ void RunItem(const Context& ctx, const WorkItem& item) {
 }
 
 Status RunWith(const Ops& ops, const HardwareProfile& hw, const RaggedPagedAttentionBlockSizes& bs,
-               const RaggedPagedAttentionShape& shape, const RaggedPagedAttentionInputs& in, float* out,
-               int threads) {
+               const RaggedPagedAttentionShape& shape, const RaggedPagedAttentionInputs& in, float* out, int threads) {
   if (auto st = Validate(bs, shape, hw); !st) return st;
   if (threads < 1) return InvalidArgument("threads must be >= 1, got " + std::to_string(threads), "threads");
   if (auto st = ValidateMetadata(shape, in); !st) return st;
@@ -390,22 +373,23 @@ Status Validate(const RaggedPagedAttentionBlockSizes& bs, const RaggedPagedAtten
                            "config.queries_per_block");
   }
   const std::pair<const char*, int64_t> dims[] = {
-      {"num_seqs", shape.num_seqs},   {"total_q_tokens", shape.total_q_tokens}, {"num_pages", shape.num_pages},
-      {"page_size", shape.page_size}, {"pages_per_seq", shape.pages_per_seq},   {"heads", shape.heads},
-      {"kv_heads", shape.kv_heads},   {"head_dim", shape.head_dim}};
+      {"num_seqs", shape.num_seqs},           {"total_q_tokens", shape.total_q_tokens},
+      {"num_pages", shape.num_pages},         {"page_size", shape.page_size},
+      {"pages_per_seq", shape.pages_per_seq}, {"heads", shape.heads},
+      {"kv_heads", shape.kv_heads},           {"head_dim", shape.head_dim}};
   for (const auto& [name, value] : dims) {
     const bool may_be_zero = std::string_view(name) == "total_q_tokens" || std::string_view(name) == "num_pages" ||
                              std::string_view(name) == "num_seqs";
     if (value < 0 || (value == 0 && !may_be_zero) || value > (int64_t{1} << 31) - 1) {
-      return InvalidArgument(std::string(name) + " must be in [" + (may_be_zero ? "0" : "1") +
-                                 ", 2^31), got " + std::to_string(value),
-                             std::string("shape.") + name);
+      return InvalidArgument(
+          std::string(name) + " must be in [" + (may_be_zero ? "0" : "1") + ", 2^31), got " + std::to_string(value),
+          std::string("shape.") + name);
     }
   }
   if (shape.head_dim > kMaxHeadDim) {
-    return InvalidArgument("head_dim must be at most " + std::to_string(kMaxHeadDim) + ", got " +
-                               std::to_string(shape.head_dim),
-                           "shape.head_dim");
+    return InvalidArgument(
+        "head_dim must be at most " + std::to_string(kMaxHeadDim) + ", got " + std::to_string(shape.head_dim),
+        "shape.head_dim");
   }
   if (shape.heads % shape.kv_heads != 0) {
     return InvalidArgument("heads (" + std::to_string(shape.heads) + ") must be a multiple of kv_heads (" +
@@ -416,9 +400,9 @@ Status Validate(const RaggedPagedAttentionBlockSizes& bs, const RaggedPagedAtten
   // already bounded by the test below).
   if (bs.kv_pages_per_block > kRaggedPagedAttentionMaxBlockTokens ||
       bs.kv_pages_per_block * shape.page_size > kRaggedPagedAttentionMaxBlockTokens) {
-    return InvalidArgument("kv_pages_per_block * page_size = " +
-                               std::to_string(bs.kv_pages_per_block) + " * " + std::to_string(shape.page_size) +
-                               " exceeds " + std::to_string(kRaggedPagedAttentionMaxBlockTokens) + " keys per block",
+    return InvalidArgument("kv_pages_per_block * page_size = " + std::to_string(bs.kv_pages_per_block) + " * " +
+                               std::to_string(shape.page_size) + " exceeds " +
+                               std::to_string(kRaggedPagedAttentionMaxBlockTokens) + " keys per block",
                            "config.kv_pages_per_block");
   }
   return {};
@@ -437,18 +421,18 @@ Status ValidateMetadata(const RaggedPagedAttentionShape& shape, const RaggedPage
     }
     const int64_t kv_len = in.kv_lens[s];
     if (kv_len < q_len || kv_len > shape.pages_per_seq * shape.page_size) {
-      return InvalidArgument("kv_lens[" + si + "] = " + std::to_string(kv_len) + " must be in [q_len = " +
-                                 std::to_string(q_len) + ", pages_per_seq * page_size = " +
-                                 std::to_string(shape.pages_per_seq * shape.page_size) + "]",
-                             "kv_lens[" + si + "]");
+      return InvalidArgument(
+          "kv_lens[" + si + "] = " + std::to_string(kv_len) + " must be in [q_len = " + std::to_string(q_len) +
+              ", pages_per_seq * page_size = " + std::to_string(shape.pages_per_seq * shape.page_size) + "]",
+          "kv_lens[" + si + "]");
     }
     const int64_t used = (kv_len + shape.page_size - 1) / shape.page_size;
     for (int64_t j = 0; j < used; ++j) {
       const int64_t page = in.page_indices[s * shape.pages_per_seq + j];
       if (page < 0 || page >= shape.num_pages) {
-        return InvalidArgument("page " + std::to_string(page) + " is outside [0, num_pages = " +
-                                   std::to_string(shape.num_pages) + ")",
-                               "page_indices[" + si + "][" + std::to_string(j) + "]");
+        return InvalidArgument(
+            "page " + std::to_string(page) + " is outside [0, num_pages = " + std::to_string(shape.num_pages) + ")",
+            "page_indices[" + si + "][" + std::to_string(j) + "]");
       }
     }
   }
@@ -462,24 +446,18 @@ Status ValidateMetadata(const RaggedPagedAttentionShape& shape, const RaggedPage
 
 Status RaggedPagedAttention(const RaggedPagedAttentionBlockSizes& bs, const RaggedPagedAttentionShape& shape,
                             const RaggedPagedAttentionInputs& in, float* out, int threads) {
-  return RunWith(HostOps(), HostHardware(), bs, shape, in, out, threads);
+  return RunWith(HostOps<Ops>(), HostHardware(), bs, shape, in, out, threads);
 }
 
 Status RaggedPagedAttentionWithIsa(std::string_view isa, const RaggedPagedAttentionBlockSizes& bs,
                                    const RaggedPagedAttentionShape& shape, const RaggedPagedAttentionInputs& in,
                                    float* out, int threads) {
-  const Ops* ops = OpsForIsa(isa);
-  if (ops == nullptr && isa != "avx512" && isa != "avx2") {
-    return InvalidArgument("unknown ISA '" + std::string(isa) + "'", "isa");
-  }
-  if (ops == nullptr || !HostCanRun(isa)) {
-    return MakeError(ErrorCode::kFailedPrecondition, "this CPU cannot run the " + std::string(isa) + " path",
-                     "isa");
-  }
-  return RunWith(*ops, HostHardware(), bs, shape, in, out, threads);
+  const auto forced = OpsForIsa<Ops>(isa);
+  if (!forced) return std::unexpected(forced.error());
+  return RunWith(*forced->ops, forced->hw, bs, shape, in, out, threads);
 }
 
-const char* RaggedPagedAttentionIsa() { return HostOps().name; }
+const char* RaggedPagedAttentionIsa() { return HostOps<Ops>().name; }
 
 int64_t RaggedPagedAttentionPairs(const RaggedPagedAttentionShape& shape, const int32_t* kv_lens,
                                   const int32_t* cu_q_lens) {

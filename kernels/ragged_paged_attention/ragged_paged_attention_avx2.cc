@@ -18,6 +18,7 @@
 
 #include "kernels/core/vec_math.h"
 #include "kernels/flash_attention/flash_attention.h"
+#include "kernels/ragged_paged_attention/ragged_paged_attention_ops.h"
 
 #define BLOCKTUNE_RPA_AVX2 __attribute__((target("avx2,fma")))
 
@@ -44,8 +45,8 @@ BLOCKTUNE_RPA_AVX2 inline __m256 Reduce8(const __m256 (&a)[8]) {
 // zero-padded to whole chunks (ldq floats apart, 32-byte aligned); the last partial chunk of the
 // k rows is read through `tail` (zeros beyond head_dim).
 template <int kR, int kT>
-BLOCKTUNE_RPA_AVX2 void ScoreTile(const float* q, int64_t ldq, const float* const* k, int64_t full_chunks, bool has_tail,
-                                  __m256i tail, float* s, int64_t lds, int valid) {
+BLOCKTUNE_RPA_AVX2 void ScoreTile(const float* q, int64_t ldq, const float* const* k, int64_t full_chunks,
+                                  bool has_tail, __m256i tail, float* s, int64_t lds, int valid) {
   static_assert(kR * kT == 8);
   __m256 acc[8];
 #pragma GCC unroll 8
@@ -83,8 +84,8 @@ BLOCKTUNE_RPA_AVX2 void ScoreTile(const float* q, int64_t ldq, const float* cons
   }
 }
 
-BLOCKTUNE_RPA_AVX2 void DotScores(const float* q, int64_t ldq, int64_t rows, const float* const* k, int64_t n, int64_t head_dim, float* s,
-               int64_t lds) {
+BLOCKTUNE_RPA_AVX2 void DotScores(const float* q, int64_t ldq, int64_t rows, const float* const* k, int64_t n,
+                                  int64_t head_dim, float* s, int64_t lds) {
   const int64_t full_chunks = head_dim / 8;
   const bool has_tail = head_dim % 8 != 0;
   const __m256i tail = FirstN(head_dim % 8);
@@ -207,8 +208,8 @@ BLOCKTUNE_RPA_AVX2 PvFn PickPvT(int64_t nc) {
 }
 
 template <int kR>
-BLOCKTUNE_RPA_AVX2 void PvRows(const float* p, int64_t ldp, const float* const* v, int64_t n, int64_t head_dim, float* o, int64_t ldo,
-            const float* alpha) {
+BLOCKTUNE_RPA_AVX2 void PvRows(const float* p, int64_t ldp, const float* const* v, int64_t n, int64_t head_dim,
+                               float* o, int64_t ldo, const float* alpha) {
   const int64_t chunks = (head_dim + 7) / 8;
   const bool has_tail = head_dim % 8 != 0;
   const __m256i tail = FirstN(head_dim % 8);
@@ -220,8 +221,8 @@ BLOCKTUNE_RPA_AVX2 void PvRows(const float* p, int64_t ldp, const float* const* 
   }
 }
 
-BLOCKTUNE_RPA_AVX2 void DotPv(const float* p, int64_t ldp, int64_t rows, const float* const* v, int64_t n, int64_t head_dim, float* o,
-           int64_t ldo, const float* alpha) {
+BLOCKTUNE_RPA_AVX2 void DotPv(const float* p, int64_t ldp, int64_t rows, const float* const* v, int64_t n,
+                              int64_t head_dim, float* o, int64_t ldo, const float* alpha) {
   int64_t r0 = 0;
   for (; r0 + 4 <= rows; r0 += 4) PvRows<4>(p + r0 * ldp, ldp, v, n, head_dim, o + r0 * ldo, ldo, alpha + r0);
   for (; r0 + 2 <= rows; r0 += 2) PvRows<2>(p + r0 * ldp, ldp, v, n, head_dim, o + r0 * ldo, ldo, alpha + r0);
@@ -230,10 +231,10 @@ BLOCKTUNE_RPA_AVX2 void DotPv(const float* p, int64_t ldp, int64_t rows, const f
 
 }  // namespace
 
-const Ops& Avx2Ops() {
+const Ops& Ops::Avx2() {
   // Panel form from 8 queries: one full ymm of lanes per panel row (flash_attention's AVX2
   // tiles use one vector for panels of up to 8 queries, so nothing is computed on padding).
-  static const Ops kOps{"avx2", &flash_attention_internal::Avx2Ops(), 8, &DotScores, &SoftmaxRow, &DotPv};
+  static const Ops kOps{"avx2", &flash_attention_internal::Ops::Avx2(), 8, &DotScores, &SoftmaxRow, &DotPv};
   return kOps;
 }
 

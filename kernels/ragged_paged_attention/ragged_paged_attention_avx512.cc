@@ -19,6 +19,7 @@
 
 #include "kernels/core/vec_math.h"
 #include "kernels/flash_attention/flash_attention.h"
+#include "kernels/ragged_paged_attention/ragged_paged_attention_ops.h"
 
 // GCC 12's AVX-512 headers build some results from _mm512_undefined_*(), which -Wuninitialized
 // reports at every inlined use (GCC bug 105593); the values are fully defined.
@@ -58,8 +59,9 @@ RPA_AVX512 inline __m512 Reduce16(const __m512 (&a)[16]) {
 // s[r][t] = q_r . k_t for kR rows x kT keys. q rows are zero-padded to whole chunks (ldq floats
 // apart); k rows are read through pointers, the last partial chunk with `tail` (zeros beyond).
 template <int kR, int kT>
-RPA_AVX512 __attribute__((noinline)) void ScoreTile(const float* q, int64_t ldq, const float* const* k, int64_t full_chunks, __mmask16 tail,
-                          float* s, int64_t lds, int valid) {
+RPA_AVX512 __attribute__((noinline)) void ScoreTile(const float* q, int64_t ldq, const float* const* k,
+                                                    int64_t full_chunks, __mmask16 tail, float* s, int64_t lds,
+                                                    int valid) {
   static_assert(kR * kT == 16);
   __m512 acc[16];
 #pragma GCC unroll 16
@@ -244,10 +246,10 @@ void DotPv(const float* p, int64_t ldp, int64_t rows, const float* const* v, int
 
 }  // namespace
 
-const Ops& Avx512Ops() {
+const Ops& Ops::Avx512() {
   // Panel form from 16 queries: one full zmm of lanes per panel row (flash_attention's AVX-512
   // tiles use one vector for panels of up to 16 queries).
-  static const Ops kOps{"avx512", &flash_attention_internal::Avx512Ops(), 16, &DotScores, &SoftmaxRow, &DotPv};
+  static const Ops kOps{"avx512", &flash_attention_internal::Ops::Avx512(), 16, &DotScores, &SoftmaxRow, &DotPv};
   return kOps;
 }
 

@@ -9,6 +9,7 @@
 #include "kernels/core/vec_math.h"
 #include "kernels/flash_attention/flash_attention.h"
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
+#include "kernels/ragged_paged_attention/ragged_paged_attention_ops.h"
 
 namespace blocktune::kernels::rpa_internal {
 namespace {
@@ -65,9 +66,9 @@ void DotPv(const float* p, int64_t ldp, int64_t rows, const float* const* v, int
 
 }  // namespace
 
-const Ops& PortableOps() {
+const Ops& Ops::Portable() {
   // Panel form from 8 queries: a 16-lane panel half full still beats scalar-ish dot products.
-  static const Ops kOps{"portable", &flash_attention_internal::PortableOps(), 8, &DotScores, &SoftmaxRow, &DotPv};
+  static const Ops kOps{"portable", &flash_attention_internal::Ops::Portable(), 8, &DotScores, &SoftmaxRow, &DotPv};
   return kOps;
 }
 

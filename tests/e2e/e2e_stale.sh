@@ -38,22 +38,22 @@ old_matmul=$(built matmul)
 old_flash=$(built flash_attention)
 old_grouped=$(built grouped_matmul)
 old_rpa=$(built ragged_paged_attention)
-echo "// a changed line" >>"$work/tree/kernels/matmul/micro_kernel_avx2.cc"
+echo "// a changed line" >>"$work/tree/kernels/matmul/matmul_avx2.cc"
 new_matmul=$(fp "$work/tree" matmul)
 [[ $new_matmul != "$old_matmul" ]] || { echo "FAIL: matmul fingerprint unchanged after a source change"; exit 1; }
 [[ $(fp "$work/tree" flash_attention) == "$old_flash" ]] || { echo "FAIL: flash_attention changed with matmul's source"; exit 1; }
 # grouped_matmul runs matmul's micro-kernels: its rows go stale with them.
 [[ $(fp "$work/tree" grouped_matmul) != "$old_grouped" ]] ||
   { echo "FAIL: grouped_matmul unchanged after a change to the matmul micro-kernel it runs"; exit 1; }
-echo "matmul fingerprint $old_matmul -> $new_matmul after changing micro_kernel_avx2.cc (grouped_matmul changed too)"
-cp "$src/kernels/matmul/micro_kernel_avx2.cc" "$work/tree/kernels/matmul/"
+echo "matmul fingerprint $old_matmul -> $new_matmul after changing matmul_avx2.cc (grouped_matmul changed too)"
+cp "$src/kernels/matmul/matmul_avx2.cc" "$work/tree/kernels/matmul/"
 # ragged_paged_attention calls flash_attention's kernel; flash_attention does not depend on it.
 echo "// a changed line" >>"$work/tree/kernels/flash_attention/flash_attention_avx2.cc"
 [[ $(fp "$work/tree" ragged_paged_attention) != "$old_rpa" ]] ||
   { echo "FAIL: ragged_paged_attention unchanged after a flash_attention source change"; exit 1; }
 [[ $(fp "$work/tree" matmul) == "$old_matmul" ]] || { echo "FAIL: matmul changed with flash_attention's source"; exit 1; }
 cp "$src/kernels/flash_attention/flash_attention_avx2.cc" "$work/tree/kernels/flash_attention/"
-cp -r "$src/kernels/matmul/micro_kernel_avx2.cc" "$work/tree/kernels/matmul/"
+cp -r "$src/kernels/matmul/matmul_avx2.cc" "$work/tree/kernels/matmul/"
 echo "// test oracle only" >>"$work/tree/kernels/matmul/reference.cc"
 [[ $(fp "$work/tree" matmul) == "$old_matmul" ]] || { echo "FAIL: reference.cc changed the fingerprint"; exit 1; }
 echo "// core" >>"$work/tree/kernels/core/simd.h"

@@ -5,10 +5,14 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
+#include "fake_kernel.h"
 #include "memory_sink.h"
 #include "tuner/adapt.h"
+#include "tuner/evaluator.h"
 #include "tuner/search/profile_prior.h"
+#include "tuner/search/seeded.h"
 #include "tuner/sweep.h"
 #include "tuner/timing/timing.h"
 
@@ -83,15 +87,19 @@ class ServedSink : public MemorySink {
     breakdowns.push_back(b);
     return {};
   }
+  Result<std::vector<Config>> Seeds(const std::string&, const Problem&) override { return seeds; }
   std::optional<Config> served;
+  std::vector<Config> seeds;
   std::vector<SweepBreakdown> breakdowns;
 };
 
-Result<std::vector<TunedEntry>> RunBowl(ServedSink& sink, BowlEvaluator& eval) {
+Result<std::vector<TunedEntry>> RunBowl(ServedSink& sink, BowlEvaluator& eval,
+                                        Strategy strategy = Strategy::kExhaustive, int64_t budget = 0) {
   SweepRequest r;
   r.kernel = "bowl";
   r.shapes = {NamedInts({{"n", 1000}})};
-  r.strategy = Strategy::kExhaustive;
+  r.strategy = strategy;
+  r.budget = budget;
   SweepOptions options;
   options.evaluator = &eval;
   const BowlSpec spec;
@@ -120,6 +128,126 @@ TEST(Adapt, ANewRowMustBeatTheServedRowBeyondTheNoise) {
       EXPECT_NE(sink.rounds[0].decision.find("beats the served row by"), std::string::npos) << sink.rounds[0].decision;
     }
   }
+}
+
+// Other profiles' rows are measured first by the strategies that use a prior, once each, in the
+// sink's order; a seed the space does not hold is skipped; static strategies ignore them.
+TEST(Adapt, TransferAndAutoMeasureOtherProfilesRowsFirst) {
+  const Config near = NamedInts({{"a", 4}, {"b", 16}});
+  const Config best = NamedInts({{"a", 4}, {"b", 8}});
+  const Config outside = NamedInts({{"a", 3}, {"b", 8}});  // 3 is no candidate of a
+  for (Strategy strategy : {Strategy::kTransfer, Strategy::kAuto, Strategy::kRandom}) {
+    ServedSink sink;
+    sink.seeds = {near, outside, best, near};
+    BowlEvaluator eval;
+    auto winners = RunBowl(sink, eval, strategy, 6);
+    ASSERT_TRUE(winners) << winners.error().ToString();
+    std::set<std::string> seen;
+    for (const Measurement& m : sink.stored)
+      EXPECT_TRUE(seen.insert(m.config.ToString()).second) << m.config.ToString();
+    ASSERT_GE(sink.stored.size(), 2u);
+    if (strategy == Strategy::kRandom) {
+      EXPECT_EQ(sink.stored[0].config, NamedInts({{"a", 1}, {"b", 2}})) << "random starts at the default";
+      continue;
+    }
+    EXPECT_EQ(sink.stored[0].config, near) << StrategyName(strategy);
+    EXPECT_EQ(sink.stored[1].config, best) << StrategyName(strategy);
+    ASSERT_EQ(winners->size(), 1u);
+    EXPECT_EQ((*winners)[0].config, best) << StrategyName(strategy);
+    ASSERT_EQ(sink.rounds.size(), 1u);
+    EXPECT_NE(sink.rounds[0].decision.find("measured first 2 config(s) other profiles' rows chose (2 ran)"),
+              std::string::npos)
+        << sink.rounds[0].decision;
+  }
+}
+
+// The wrapper on its own: seeds in order and once, then the inner strategy, which is told (not
+// asked back) what the seeds measured, so no config is asked twice and the space is covered.
+TEST(Adapt, SeededSearchAsksEveryConfigOnce) {
+  const BowlSpec spec;
+  std::vector<Config> valid;
+  for (int64_t a : {1, 2, 4, 8}) {
+    for (int64_t b : {2, 4, 8, 16}) valid.push_back(NamedInts({{"a", a}, {"b", b}}));
+  }
+  const SearchSpace space(spec.params(), valid);
+  const size_t start = *space.Find(spec.DefaultConfig());
+  auto search = MakeSeededSearch(MakeSearch(Strategy::kAnneal, space, start, 7, 16), {5, 0, 5, 9});
+  std::vector<size_t> asked;
+  while (auto i = search->Ask()) {
+    asked.push_back(*i);
+    search->Tell(*i, Observation{true, BowlCost(space.config(*i))});
+  }
+  ASSERT_GE(asked.size(), 3u);
+  EXPECT_EQ(asked[0], 5u);
+  EXPECT_EQ(asked[1], 0u);
+  EXPECT_EQ(asked[2], 9u);
+  std::set<size_t> unique(asked.begin(), asked.end());
+  EXPECT_EQ(unique.size(), asked.size());
+  EXPECT_EQ(asked.size(), space.size());  // anneal with a full budget covers the space
+}
+
+// A decision round re-times configs the search just measured: their iteration counts are known,
+// so each gets one warm-up call instead of a growth batch; a config not measured before is
+// calibrated as always.
+TEST(Adapt, TheDecisionRoundReusesTheSearchsIterationCounts) {
+  const blocktune::testing::FakeSpec spec;
+  InProcessEvaluator eval;
+  Problem problem;
+  problem.dtype = DType::kF32;
+  problem.dims = NamedInts({{"n", 256}});
+  EvalRequest request{&spec, problem, 1, 1, {}, ""};
+  request.timing.min_repetition_ns = 1e6;  // 150 us a call: ~7 calls per repetition
+  request.timing.repetitions = 3;
+  request.timing.rotation_sets = 1;
+  const Config known = NamedInts({{"a", 3}, {"b", 2}});
+  const Config fresh = NamedInts({{"a", 4}, {"b", 2}});
+  Measurement m;
+  eval.Measure(request, known, m);
+  ASSERT_EQ(m.outcome, Outcome::kOk) << m.detail;
+  ASSERT_GT(m.iterations, 1);
+  const int runs_before = spec.runs[known.ToString()];
+  ASSERT_EQ(spec.runs.count(fresh.ToString()), 0u);
+  request.timing.min_repetition_ns = 20e6;  // a fresh calibration would now pick ~130 calls
+  const auto round = eval.MeasureInterleaved(request, {known, fresh});
+  ASSERT_EQ(round.size(), 2u);
+  ASSERT_EQ(round[0].outcome, Outcome::kOk) << round[0].detail;
+  EXPECT_EQ(round[0].iterations, m.iterations);
+  EXPECT_EQ(spec.runs[known.ToString()] - runs_before, 1 + 3 * m.iterations);  // warm-up + repetitions
+  ASSERT_EQ(round[1].outcome, Outcome::kOk) << round[1].detail;
+  // Calibrated, not borrowed: beyond its warm-up and repetitions it ran growth batches.
+  EXPECT_GT(spec.runs[fresh.ToString()], 1 + 3 * round[1].iterations);
+}
+
+// The breakdown is committed in parts as the sweep goes (a SIGKILL loses only the last one);
+// the parts add up to the whole a sweep committing once at its end reports.
+TEST(Adapt, TheBreakdownIsCommittedInPartsThatAddUp) {
+  ServedSink once_sink, parts_sink;
+  BowlEvaluator once_eval, parts_eval;
+  SweepRequest r;
+  r.kernel = "bowl";
+  r.shapes = {NamedInts({{"n", 1000}})};
+  r.strategy = Strategy::kExhaustive;
+  const BowlSpec spec;
+  SweepOptions options;
+  options.evaluator = &once_eval;
+  options.breakdown_flush_seconds = 1e9;
+  ASSERT_TRUE(RunSweep(r, 1, spec, HardwareProfile::Detect(1), once_sink, options));
+  options.evaluator = &parts_eval;
+  options.breakdown_flush_seconds = 0;  // after every stored measurement
+  ASSERT_TRUE(RunSweep(r, 1, spec, HardwareProfile::Detect(1), parts_sink, options));
+  ASSERT_EQ(once_sink.breakdowns.size(), 1u);
+  ASSERT_GE(parts_sink.breakdowns.size(), 16u);  // one per measurement of the 4 x 4 space, and the end
+  SweepBreakdown sum;
+  for (const SweepBreakdown& b : parts_sink.breakdowns) {
+    EXPECT_GE(b.wall_s, 0);
+    EXPECT_GE(b.eval.timed_s, 0);
+    sum += b;
+  }
+  EXPECT_EQ(sum.measured, once_sink.breakdowns[0].measured);
+  EXPECT_NEAR(sum.eval.timed_s, once_sink.breakdowns[0].eval.timed_s, 1e-9);
+  EXPECT_NEAR(sum.eval.calibrate_s, once_sink.breakdowns[0].eval.calibrate_s, 1e-9);
+  // The first part was committed after the first measurement, before the sweep was over.
+  EXPECT_EQ(parts_sink.breakdowns[0].measured, 1);
 }
 
 TEST(Adapt, TheSweepReportsWhereItsWallTimeWent) {

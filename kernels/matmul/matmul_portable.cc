@@ -6,7 +6,7 @@
 // with baseline SSE2; 4 rows keeps block_m (a multiple of 12) a multiple of it.
 #include <utility>
 
-#include "kernels/matmul/micro_kernel.h"
+#include "kernels/matmul/matmul_ops.h"
 
 namespace blocktune::kernels::matmul_internal {
 namespace {
@@ -18,9 +18,8 @@ constexpr int kTileCols = kPortableTileCols;
 // (micro-panel row p at b + p * ldb, lanes at or beyond `cols` read as zero) instead of packed,
 // and written to b_pack as the packed micro-panel when b_pack is not null.
 template <int kRows, int kCols, bool kARows, bool kBRows>
-__attribute__((always_inline)) inline void KernelT(int64_t kc, const float* a, int64_t lda, const float* b,
-                                                   int64_t ldb, float* b_pack, float* c, int64_t ldc, int cols,
-                                                   bool accumulate) {
+__attribute__((always_inline)) inline void KernelT(int64_t kc, const float* a, int64_t lda, const float* b, int64_t ldb,
+                                                   float* b_pack, float* c, int64_t ldc, int cols, bool accumulate) {
   float acc[kRows][kCols] = {};
   for (int64_t p = 0; p < kc; ++p) {
     const float* bp = b;
@@ -75,14 +74,14 @@ void KernelBRows(int64_t kc, const float* a, const float* b, int64_t ldb, float*
 }
 
 template <int kCols, int... kRows>
-constexpr void Fill(MicroKernelSet& s, int half, std::integer_sequence<int, kRows...>) {
+constexpr void Fill(Ops& s, int half, std::integer_sequence<int, kRows...>) {
   ((s.kernels[half][kRows] = &Kernel<kRows + 1, kCols>), ...);
   ((s.kernels_a_rows[half][kRows] = &KernelARows<kRows + 1, kCols>), ...);
   ((s.kernels_b_rows[half][kRows] = &KernelBRows<kRows + 1, kCols>), ...);
 }
 
-MicroKernelSet MakeSet() {
-  MicroKernelSet s{};
+Ops MakeSet() {
+  Ops s{};
   s.name = "portable";
   s.tile_rows = kTileRows;
   s.tile_cols = kTileCols;
@@ -94,8 +93,8 @@ MicroKernelSet MakeSet() {
 
 }  // namespace
 
-const MicroKernelSet& PortableKernels() {
-  static const MicroKernelSet kSet = MakeSet();
+const Ops& Ops::Portable() {
+  static const Ops kSet = MakeSet();
   return kSet;
 }
 

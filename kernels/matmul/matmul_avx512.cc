@@ -5,7 +5,7 @@
 // Why 12x32: 24 accumulators + 2 B vectors + 1 broadcast fit the 32 zmm registers; 24 FMAs per
 // 14 loads keeps both FMA ports busy (2 loads/cycle needed: 7 cycles of loads per 12 of FMA),
 // and 12 rows keep block_m a multiple of the AVX2 (6) and portable (4) tile heights too.
-#include "kernels/matmul/micro_kernel.h"
+#include "kernels/matmul/matmul_ops.h"
 
 #include <utility>
 
@@ -22,8 +22,9 @@ constexpr int kPrefetchSteps = 8;
 constexpr int kBRowsPrefetchSteps = 16;
 
 BLOCKTUNE_AVX512 inline __mmask16 ColMask(int cols) {
-  return cols >= 16 ? static_cast<__mmask16>(0xffff)
-                    : cols <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << cols) - 1);
+  return cols >= 16  ? static_cast<__mmask16>(0xffff)
+         : cols <= 0 ? static_cast<__mmask16>(0)
+                     : static_cast<__mmask16>((1u << cols) - 1);
 }
 
 // kARows: A read in place (row r at a + r * lda) instead of packed. kBRows: B read in place
@@ -105,13 +106,14 @@ BLOCKTUNE_AVX512 __attribute__((always_inline)) inline void KernelT(int64_t kc, 
 // Packed A (MicroKernelFn), A read in place (MicroKernelRowsFn), B read in place
 // (MicroKernelBRowsFn): one body, three entry points.
 template <int kRows, int kVecs>
-BLOCKTUNE_AVX512 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols, bool accumulate) {
+BLOCKTUNE_AVX512 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols,
+                             bool accumulate) {
   KernelT<kRows, kVecs, false, false, false>(kc, a, 0, b, 0, nullptr, c, ldc, cols, accumulate);
 }
 
 template <int kRows, int kVecs>
-BLOCKTUNE_AVX512 void KernelARows(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, int cols,
-                                  bool accumulate) {
+BLOCKTUNE_AVX512 void KernelARows(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                                  int cols, bool accumulate) {
   KernelT<kRows, kVecs, true, false, false>(kc, a, lda, b, 0, nullptr, c, ldc, cols, accumulate);
 }
 
@@ -126,14 +128,14 @@ BLOCKTUNE_AVX512 void KernelBRows(int64_t kc, const float* a, const float* b, in
 }
 
 template <int kVecs, int... kRows>
-constexpr void Fill(MicroKernelSet& s, int half, std::integer_sequence<int, kRows...>) {
+constexpr void Fill(Ops& s, int half, std::integer_sequence<int, kRows...>) {
   ((s.kernels[half][kRows] = &Kernel<kRows + 1, kVecs>), ...);
   ((s.kernels_a_rows[half][kRows] = &KernelARows<kRows + 1, kVecs>), ...);
   ((s.kernels_b_rows[half][kRows] = &KernelBRows<kRows + 1, kVecs>), ...);
 }
 
-MicroKernelSet MakeSet() {
-  MicroKernelSet s{};
+Ops MakeSet() {
+  Ops s{};
   s.name = "avx512";
   s.tile_rows = kTileRows;
   s.tile_cols = kTileCols;
@@ -145,8 +147,8 @@ MicroKernelSet MakeSet() {
 
 }  // namespace
 
-const MicroKernelSet& Avx512Kernels() {
-  static const MicroKernelSet kSet = MakeSet();
+const Ops& Ops::Avx512() {
+  static const Ops kSet = MakeSet();
   return kSet;
 }
 

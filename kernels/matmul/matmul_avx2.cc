@@ -3,7 +3,7 @@
 //
 // Why 6x16: 12 accumulators + 2 B vectors + 1 broadcast fit in 16 ymm registers, and 12
 // independent FMA chains cover the 4-5 cycle FMA latency on 2 ports (>= 10 needed).
-#include "kernels/matmul/micro_kernel.h"
+#include "kernels/matmul/matmul_ops.h"
 
 #include <utility>
 
@@ -47,9 +47,9 @@ BLOCKTUNE_AVX2 __attribute__((always_inline)) inline void KernelT(int64_t kc, co
   __m256i b_mask[kVecs];
 #pragma GCC unroll 2
   for (int v = 0; v < kVecs; ++v) b_mask[v] = ColMask(cols - 8 * v);
-  // Unrolled 4 steps: the loop's counter, pointer bumps and branch are then paid once per 48
-  // FMAs instead of 12 (1024^3 .. 2048^3 at 1 thread +1-10% in one interleaved A/B, within the
-  // noise at 2 threads).
+    // Unrolled 4 steps: the loop's counter, pointer bumps and branch are then paid once per 48
+    // FMAs instead of 12 (1024^3 .. 2048^3 at 1 thread +1-10% in one interleaved A/B, within the
+    // noise at 2 threads).
 #pragma GCC unroll 4
   for (int64_t p = 0; p < kc; ++p) {
     __m256 bv[kVecs];
@@ -127,13 +127,14 @@ BLOCKTUNE_AVX2 __attribute__((always_inline)) inline void KernelT(int64_t kc, co
 // Packed A (MicroKernelFn), A read in place (MicroKernelRowsFn), B read in place
 // (MicroKernelBRowsFn): one body, three entry points.
 template <int kRows, int kVecs>
-BLOCKTUNE_AVX2 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols, bool accumulate) {
+BLOCKTUNE_AVX2 void Kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, int cols,
+                           bool accumulate) {
   KernelT<kRows, kVecs, false, false, false, false>(kc, a, 0, b, 0, nullptr, c, ldc, cols, accumulate);
 }
 
 template <int kRows, int kVecs>
-BLOCKTUNE_AVX2 void KernelARows(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, int cols,
-                                bool accumulate) {
+BLOCKTUNE_AVX2 void KernelARows(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                                int cols, bool accumulate) {
   KernelT<kRows, kVecs, true, false, false, false>(kc, a, lda, b, 0, nullptr, c, ldc, cols, accumulate);
 }
 
@@ -156,14 +157,14 @@ BLOCKTUNE_AVX2 void KernelBRows(int64_t kc, const float* a, const float* b, int6
 }
 
 template <int kVecs, int... kRows>
-constexpr void Fill(MicroKernelSet& s, int half, std::integer_sequence<int, kRows...>) {
+constexpr void Fill(Ops& s, int half, std::integer_sequence<int, kRows...>) {
   ((s.kernels[half][kRows] = &Kernel<kRows + 1, kVecs>), ...);
   ((s.kernels_a_rows[half][kRows] = &KernelARows<kRows + 1, kVecs>), ...);
   ((s.kernels_b_rows[half][kRows] = &KernelBRows<kRows + 1, kVecs>), ...);
 }
 
-MicroKernelSet MakeSet() {
-  MicroKernelSet s{};
+Ops MakeSet() {
+  Ops s{};
   s.name = "avx2";
   s.tile_rows = kTileRows;
   s.tile_cols = kTileCols;
@@ -175,8 +176,8 @@ MicroKernelSet MakeSet() {
 
 }  // namespace
 
-const MicroKernelSet& Avx2Kernels() {
-  static const MicroKernelSet kSet = MakeSet();
+const Ops& Ops::Avx2() {
+  static const Ops kSet = MakeSet();
   return kSet;
 }
 

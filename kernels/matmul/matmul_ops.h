@@ -17,7 +17,7 @@ namespace blocktune::kernels::matmul_internal {
 // Largest micro-tile row count of any ISA (sizes the function tables).
 inline constexpr int kMaxTileRows = 16;
 
-// Each ISA's micro-tile (rows x cols; the reasons are in its micro_kernel_<isa>.cc). Here as
+// Each ISA's micro-tile (rows x cols; the reasons are in its matmul_<isa>.cc). Here as
 // well as in the kernel sets because Validate checks a config for any ISA on any host (an
 // avx512 row on an AVX2 or aarch64 machine), and the x86 files are only compiled on x86-64.
 inline constexpr int kAvx512TileRows = 12;
@@ -51,7 +51,7 @@ using MicroKernelBRowsFn = void (*)(int64_t kc, const float* a, const float* b, 
 // Packs rows x kc of row-major A (leading dimension lda) into one micro-panel: dst[p*tile_rows + r].
 using PackAFn = void (*)(const float* a, int64_t lda, int rows, int64_t kc, float* dst);
 
-struct MicroKernelSet {
+struct Ops {
   const char* name;  // "avx512", "avx2", "portable"
   int tile_rows;     // MR
   int tile_cols;     // NR
@@ -63,6 +63,12 @@ struct MicroKernelSet {
   // kernels_b_rows[half][rows - 1]: the same tiles reading B in place (MicroKernelBRowsFn).
   MicroKernelBRowsFn kernels_b_rows[2][kMaxTileRows];
   PackAFn pack_a;
+
+  // One table per ISA (kernels/core/isa_dispatch.h), each in matmul_<isa>.cc; Avx512 and Avx2
+  // exist on x86-64 builds only (kernels/CMakeLists.txt).
+  static const Ops& Avx512();
+  static const Ops& Avx2();
+  static const Ops& Portable();
 };
 
 // Packs A for any tile height. 4x4 SSE transposes (baseline on x86-64) move four rows by four
@@ -150,10 +156,5 @@ void PackBRows(const T* b, int64_t ldb, int64_t kb, int64_t nb, int tile_cols, W
     }
   }
 }
-
-// Avx512Kernels and Avx2Kernels exist on x86-64 builds only (kernels/CMakeLists.txt).
-const MicroKernelSet& Avx512Kernels();
-const MicroKernelSet& Avx2Kernels();
-const MicroKernelSet& PortableKernels();
 
 }  // namespace blocktune::kernels::matmul_internal
