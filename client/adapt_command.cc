@@ -73,8 +73,6 @@ Result<UnitState> ReadState(const Json& body) {
   return u;
 }
 
-bool Final(const std::string& status) { return status == "done" || status == "failed" || status == "cancelled"; }
-
 std::string Clock2(double seconds) {
   if (!(seconds >= 0)) return "?";
   const auto s = static_cast<long long>(seconds + 0.5);
@@ -94,7 +92,7 @@ void DrawAdaptProgress(const std::vector<UnitState>& units, int64_t tasks_done_a
     total += u.total;
     tasks_done += u.tasks_done;
     tasks_total += u.tasks_total;
-    finished += Final(u.status) ? 1 : 0;
+    finished += SweepFinished(u.status) ? 1 : 0;
   }
   constexpr int kWidth = 30;
   const double frac = tasks_total > 0 ? static_cast<double>(tasks_done) / static_cast<double>(tasks_total) : 0;
@@ -287,7 +285,7 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
                         last);
     }
     bool all = true;
-    for (const auto& u : states) all = all && Final(u.status);
+    for (const auto& u : states) all = all && SweepFinished(u.status);
     if (all) break;
     std::this_thread::sleep_for(std::chrono::duration<double>(a.poll_seconds));
   }

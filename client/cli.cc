@@ -190,7 +190,10 @@ void PrintHuman(const Json& j, int indent) {
       std::printf("%s%-*s  %s\n", pad.c_str(), static_cast<int>(width), it.key().c_str(),
                   it->is_array() ? [&] {
                     std::string s;
-                    for (const auto& x : *it) s += (s.empty() ? "" : " ") + Scalar(x);
+                    for (const auto& x : *it) {
+                      if (!s.empty()) s += ' ';
+                      s += Scalar(x);
+                    }
                     return s;
                   }().c_str()
                                  : Scalar(*it).c_str());

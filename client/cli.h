@@ -91,6 +91,10 @@ void PrintHuman(const Json& j, int indent = 0);
 int PrintReply(const Common& c, const HttpReply& reply);
 // One line for people: a sweep's efficiency and its largest phases (tuner/breakdown.h).
 void PrintBreakdownLine(const tuner::SweepBreakdown& b);
+// Whether a sweep's status (wire) is one it never leaves: done, failed or cancelled.
+inline bool SweepFinished(const std::string& status) {
+  return status == "done" || status == "failed" || status == "cancelled";
+}
 
 // Registers sweep, sweeps, lookup, kernels, hardware, tuned, misses, override, tables download, backup,
 // health and metrics. Returns the exit code of the command that parsed, or -1 if none did.

@@ -72,8 +72,6 @@ int Finish(const Common& c, const Json& body, const wire::SweepStatusView& st, b
   return 0;
 }
 
-bool Final(const std::string& status) { return status == "done" || status == "failed" || status == "cancelled"; }
-
 int WaitRemote(const Common& c, int64_t id, double poll_seconds) {
   const bool tty = isatty(fileno(stderr)) != 0;
   std::string last;
@@ -83,7 +81,7 @@ int WaitRemote(const Common& c, int64_t id, double poll_seconds) {
     auto st = wire::DecodeSweepStatus(got->body);
     if (!st) return Fail(kExitServerError, "malformed sweep status: " + st.error().ToString());
     if (!c.json) DrawProgress(*st, tty, last);
-    if (Final(st->status)) return Finish(c, got->body, *st, tty);
+    if (SweepFinished(st->status)) return Finish(c, got->body, *st, tty);
     std::this_thread::sleep_for(std::chrono::duration<double>(poll_seconds));
   }
 }
@@ -197,7 +195,7 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const wire::SweepSubmissi
     auto st = wire::DecodeSweepStatus(body);
     if (!st) return Fail(kExitFailed, st.error().ToString());
     if (!c.json) DrawProgress(*st, tty, last);
-    if (Final(st->status)) {
+    if (SweepFinished(st->status)) {
       service.Stop();
       return Finish(c, body, *st, tty);
     }

@@ -125,8 +125,8 @@ Result<store::OverrideRecord> Service::PutOverride(const store::OverrideRecord& 
     return InvalidArgument(
         "'" + o.bucket + "' is not a canonical bucket id; use '" + spec->Bucket(*problem).first + "'", "bucket");
   }
-  auto full = spec->CompleteConfig(o.config);
-  if (!full) return std::unexpected(WithPathPrefix(full.error(), "config"));
+  auto full = spec->CompleteConfig(o.config);  // its error names the field: "config.block_zz"
+  if (!full) return std::unexpected(full.error());
   store::OverrideRecord complete = o;
   complete.config = std::move(*full);
   // Validated against this host when the pin targets it; a pin for another machine is taken on

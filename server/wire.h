@@ -107,8 +107,14 @@ Result<int64_t> QueryInt(const QueryParams& params, const char* name, std::optio
 Result<LookupRequest> DecodeLookupQuery(const QueryParams& params);
 Result<std::vector<LookupRequest>> DecodeBatchLookup(const Json& j, const Limits& limits);
 Json EncodeBatchLookupRequest(const std::vector<LookupRequest>& queries);
-// {"results": [answer or {"error": {...}}, ...]} in query order
-Json EncodeBatchLookup(const std::vector<Result<tuner::LookupAnswer>>& answers);
+// A query's refusal by the lookup (its path relative to the problem: "n", "dtype",
+// "config.block_m") with the path naming the field of query `i` in the batch's JSON:
+// "queries[1].dims.n", "queries[1].dtype", "queries[1].config.block_m".
+Error BatchQueryError(const LookupRequest& q, size_t i, Error e);
+// {"results": [answer or {"error": {...}}, ...]} in query order; answers[i] is queries[i]'s,
+// its error's path named by BatchQueryError.
+Json EncodeBatchLookup(const std::vector<LookupRequest>& queries,
+                       const std::vector<Result<tuner::LookupAnswer>>& answers);
 
 Json EncodeKernel(const KernelSpec& k);
 Json EncodeKernelList();

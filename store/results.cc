@@ -32,7 +32,7 @@ constexpr char kUpsertHardwareSql[] =
     "ON CONFLICT (hardware_key) DO NOTHING";
 constexpr char kSelectHardwareIdSql[] = "SELECT id FROM hardware_profiles WHERE hardware_key = ?";
 constexpr char kFindSweepSql[] = "SELECT id, imported FROM sweeps WHERE uid = ?";
-constexpr char kInsertSweepSql[] =
+constexpr char kInsertImportedSweepSql[] =
     "INSERT INTO sweeps (kernel, dtype, hardware_id, threads, strategy, budget, seed, shapes, status, progress_done, "
     "progress_total, error, bucket_version, tool_version, created_at, started_at, finished_at, budget_seconds, "
     "env_load_average, env_affinity, env_governor, env_compiler, env_build_flags, uid, host, shard_index, "
@@ -62,7 +62,7 @@ constexpr char kPoolSamplesSql[] =
     "SELECT sa.measurement_id, sa.ns_per_iteration FROM samples sa JOIN measurements m ON m.id = sa.measurement_id "
     "JOIN sweeps s ON s.id = m.sweep_id WHERE s.kernel = ?1 AND s.dtype = ?2 AND s.hardware_id = ?3 AND "
     "s.bucket_version = ?4 AND m.bucket = ?5 AND m.outcome = 'ok' ORDER BY sa.measurement_id, sa.repetition";
-constexpr char kUpsertTunedSql[] =
+constexpr char kUpsertPoolWinnerSql[] =
     "INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, "
     "sweep_id, measurement_id, measured_at, fingerprint) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULLIF(?, '')) "
     "ON CONFLICT (kernel, hardware_key, dtype, bucket) DO UPDATE SET bucket_version = excluded.bucket_version, "
@@ -388,7 +388,7 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
     }
     const std::string_view status_name = SweepStatusName(s.status);
     if (out.sweep_id == 0) {
-      auto st = conn.Prepare(kInsertSweepSql);
+      auto st = conn.Prepare(kInsertImportedSweepSql);
       if (!st) return std::unexpected(st.error());
       const tuner::SweepRequest& r = s.request;
       std::string shapes;
@@ -488,7 +488,7 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
       }
       auto winner = PoolWinner(pool);
       if (!winner) continue;
-      auto up = conn.Prepare(kUpsertTunedSql);
+      auto up = conn.Prepare(kUpsertPoolWinnerSql);
       if (!up) return std::unexpected(up.error());
       up->Bind(1, s.request.kernel).Bind(2, hw.Key()).Bind(3, DTypeName(s.request.dtype)).Bind(4, bucket);
       up->Bind(5, s.bucket_version).Bind(6, winner->config.ToString()).Bind(7, winner->median_ns);

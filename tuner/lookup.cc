@@ -88,43 +88,52 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
   a.bucket = std::move(bucket);
   a.matched_bucket = a.bucket;
   const std::string_view dtype = DTypeName(query.dtype);
-
   a.queried_hardware = query.hardware_key;
 
-  if (query.explicit_config) {
+  // The steps of the precedence (tables/source.h): each fills in the answer and returns true, or
+  // returns false to pass to the next.
+  using Answer = Result<LookupAnswer>;
+  auto explicit_config = [&](Answer& out) {
+    if (!query.explicit_config) return false;
+    // CompleteConfig's error already names the field ("config.block_zz").
     auto full = spec.CompleteConfig(*query.explicit_config);
-    if (!full) return std::unexpected(WithPathPrefix(full.error(), "config"));
+    if (!full) {
+      out = std::unexpected(full.error());
+      return true;
+    }
     a.config = std::move(*full);
     a.source = tables::Source::kExplicit;
     a.hardware = query.hardware_key;
-    return a;
-  }
+    out = std::move(a);
+    return true;
+  };
 
   // Overrides: the most specific hardware level wins; "*" is the least specific. A pin applies
   // under every prefix of the key (an operator's decision), not only along the fallback chain.
-  const auto prefixes = tables::KeyPrefixes(query.hardware_key);
-  const Override* pin = nullptr;
-  size_t pin_level = prefixes.size() + 1;
-  for (const Override* o : index.OverridesOf(spec.name())) {
-    if (o->bucket != a.bucket || DTypeName(o->dtype) != dtype) continue;
-    if (!o->expires_at.empty() && !now_utc.empty() && o->expires_at <= now_utc) continue;
-    size_t level = prefixes.size();  // "*"
-    if (o->hardware_key != "*") {
-      level = prefixes.size() + 1;
-      for (size_t i = 0; i < prefixes.size(); ++i) {
-        if (prefixes[i] == o->hardware_key) {
-          level = i;
-          break;
+  auto override_pin = [&](Answer& out) {
+    const auto prefixes = tables::KeyPrefixes(query.hardware_key);
+    const Override* pin = nullptr;
+    size_t pin_level = prefixes.size() + 1;
+    for (const Override* o : index.OverridesOf(spec.name())) {
+      if (o->bucket != a.bucket || DTypeName(o->dtype) != dtype) continue;
+      if (!o->expires_at.empty() && !now_utc.empty() && o->expires_at <= now_utc) continue;
+      size_t level = prefixes.size();  // "*"
+      if (o->hardware_key != "*") {
+        level = prefixes.size() + 1;
+        for (size_t i = 0; i < prefixes.size(); ++i) {
+          if (prefixes[i] == o->hardware_key) {
+            level = i;
+            break;
+          }
         }
+        if (level > prefixes.size()) continue;
       }
-      if (level > prefixes.size()) continue;
+      if (level < pin_level) {
+        pin = o;
+        pin_level = level;
+      }
     }
-    if (level < pin_level) {
-      pin = o;
-      pin_level = level;
-    }
-  }
-  if (pin != nullptr) {
+    if (pin == nullptr) return false;
     a.config = pin->config;
     a.source = tables::Source::kOverride;
     a.hardware = pin->hardware_key;
@@ -132,26 +141,30 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
     a.override_id = pin->id;
     a.reason = pin->reason;
     a.expires_at = pin->expires_at;
-    return a;
-  }
+    out = std::move(a);
+    return true;
+  };
 
   // Rows of another bucket scheme name buckets that no longer mean the same shapes: only this
   // version's rows are searched.
   const LookupIndex::KernelRows* group = index.RowsOf(spec.name(), spec.bucket_version());
   const tables::ChainKeys chain = tables::ChainOf(query.hardware_key);
-  if (group != nullptr) {
+  auto tuned = [&](Answer& out) {
+    if (group == nullptr) return false;
     const tables::Resolution r = group->index.Resolve(query.hardware_key, dtype, a.bucket);
-    if (r.row != tables::kNoId) {
-      FillFromRow(*group->rows[r.row].entry, a);
-      a.source = tables::SourceOf(r);
-      a.fallback_levels = static_cast<int>(r.level);
-      return a;
-    }
-  }
+    if (r.row == tables::kNoId) return false;
+    FillFromRow(*group->rows[r.row].entry, a);
+    a.source = tables::SourceOf(r);
+    a.fallback_levels = static_cast<int>(r.level);
+    out = std::move(a);
+    return true;
+  };
 
   // Nearest: the most specific chain level that has any row of this dtype, then the closest
-  // bucket there (ties: the smaller bucket id, then the smaller key).
-  if (nearest && group != nullptr) {
+  // bucket there (sum of |log2| distances per dim; ties: the smaller bucket id, then the
+  // smaller key).
+  auto nearest_bucket = [&](Answer& out) {
+    if (!nearest || group == nullptr) return false;
     uint32_t level = tables::kNoLevel;
     for (const auto& r : group->rows) {
       if (r.dtype == dtype) level = std::min(level, tables::ChainLevel(chain, r.hardware));
@@ -169,22 +182,27 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
         best_d = d;
       }
     }
-    if (best != nullptr) {
-      // The row passed its kernel's validation on this hardware family; the block checks
-      // (micro-tile multiples, panel bytes vs L3) depend on the hardware, not on the dims,
-      // and a block larger than a dim takes the remainder path.
-      FillFromRow(*best->entry, a);
-      a.source = tables::Source::kNearest;
-      a.fallback_levels = static_cast<int>(level);
-      return a;
-    }
-  }
+    if (best == nullptr) return false;
+    // The row passed its kernel's validation on this hardware family; the block checks
+    // (micro-tile multiples, panel bytes vs L3) depend on the hardware, not on the dims,
+    // and a block larger than a dim takes the remainder path.
+    FillFromRow(*best->entry, a);
+    a.source = tables::Source::kNearest;
+    a.fallback_levels = static_cast<int>(level);
+    out = std::move(a);
+    return true;
+  };
 
-  a.config = spec.DefaultConfig();
-  a.source = tables::Source::kDefault;
-  a.hardware = query.hardware_key;
-  a.fallback_levels = static_cast<int>(chain.size);
-  return a;
+  auto kernel_default = [&](Answer& out) {
+    a.config = spec.DefaultConfig();
+    a.source = tables::Source::kDefault;
+    a.hardware = query.hardware_key;
+    a.fallback_levels = static_cast<int>(chain.size);
+    out = std::move(a);
+    return true;
+  };
+
+  return tables::ByPrecedence<Answer>(explicit_config, override_pin, tuned, nearest_bucket, kernel_default);
 }
 
 Result<LookupAnswer> Lookup(const KernelSpec& spec, const std::vector<TunedEntry>& rows, const LookupQuery& query) {

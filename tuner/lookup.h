@@ -1,16 +1,12 @@
 // Best-config lookup over tuned entries and overrides: bucket the problem with the kernel's
-// bucket function, then answer by this precedence, first hit wins:
-//   explicit        the caller named a config (validated against the problem, then echoed);
-//   override        a pin for this bucket under the hardware key, any of its prefixes, or "*";
-//   tuned           a row for exactly this hardware key (tables/resolve.h's IndexView::Resolve);
-//   tuned_fallback  a row for the same CPU model at another thread count, else for another CPU
-//                   model of the same vendor and ISA level (the key's chain, tables::ChainOf);
-//   nearest         no row for this bucket anywhere in the chain: the row of the closest bucket
-//                   (sum of |log2| distances per dim) at the most specific level that has any;
-//   default         the kernel's default config.
+// bucket function, then answer by the precedence written once in tables/source.h
+// (tables::ByPrecedence), offering all six of its steps: explicit (the caller's config,
+// validated), override (this file's Override pins), tuned and tuned_fallback (the same
+// IndexView::Resolve a generated header runs, over a tables::RowIndex of the rows), nearest
+// (the closest bucket, by the sum of |log2| distances per dim) and default.
 // The daemon (rows from SQLite over the checked-in table), the CLI (checked-in table) and
-// generated headers (tuned/tuned_fallback/default through the same IndexView::Resolve, over a
-// tables::RowIndex here and constexpr arrays there) agree on every row they share.
+// generated headers (tuned/tuned_fallback/default over constexpr arrays) agree on every row
+// they share.
 #pragma once
 
 #include <map>

@@ -32,16 +32,14 @@ void BindLookupHandlers(Handlers& h, const HandlerContext& ctx) {
     if (!queries) return SendError(res, queries.error());
     std::vector<Result<tuner::LookupAnswer>> answers;
     answers.reserve(queries->size());
-    for (size_t i = 0; i < queries->size(); ++i) {
-      auto& q = (*queries)[i];
+    for (auto& q : *queries) {
       const KernelSpec& spec = *q.spec;
       if (q.query.hardware_key.empty()) q.query.hardware_key = svc.HostKey(q.threads);
       auto a = svc.Lookup(spec, q.query);
       if (a) svc.CountLookup(spec, q.query, *a);
-      if (!a) a = std::unexpected(WithPathPrefix(a.error(), "queries[" + std::to_string(i) + "]"));
       answers.push_back(std::move(a));
     }
-    SendJson(res, 200, wire::EncodeBatchLookup(answers));
+    SendJson(res, 200, wire::EncodeBatchLookup(*queries, answers));
   };
 }
 

@@ -9,12 +9,6 @@
 
 namespace blocktune::wire::internal {
 
-// Every lookup source, in precedence order (the order of tables::Source; tuner/lookup.h says
-// what each means): the codec's one list of them, for the schema's enum and for decoding.
-inline constexpr tables::Source kSourcesInPrecedence[] = {tables::Source::kExplicit, tables::Source::kOverride,
-                                                          tables::Source::kTuned,    tables::Source::kTunedFallback,
-                                                          tables::Source::kNearest,  tables::Source::kDefault};
-
 Result<int64_t> GetInt(const Json& obj, const char* key, const std::string& path, std::optional<int64_t> fallback);
 Result<std::string> GetString(const Json& obj, const char* key, const std::string& path,
                               std::optional<std::string> fallback, size_t max_len = 256);

@@ -32,7 +32,7 @@ namespace internal {
 void AddLookupSchemas(Json& s) {
   using namespace schema;
   Json sources = Json::array();
-  for (auto src : internal::kSourcesInPrecedence) {
+  for (auto src : tables::kPrecedence) {
     sources.push_back(tables::SourceName(src));
   }
   s["Source"] = Str("where a lookup's answer came from, in precedence order");
@@ -369,9 +369,23 @@ Json EncodeBatchLookupRequest(const std::vector<LookupRequest>& queries) {
   return Json{{"queries", list}};
 }
 
-Json EncodeBatchLookup(const std::vector<Result<tuner::LookupAnswer>>& answers) {
+Error BatchQueryError(const LookupRequest& q, size_t i, Error e) {
+  // The lookup names a dimension by itself ("n": GET's query parameter); a batch query holds
+  // its dimensions under "dims". Other paths ("dtype", "config.block_m") are the query's own.
+  const std::string_view head = std::string_view(e.path).substr(0, e.path.find_first_of(".["));
+  bool dim = false;
+  for (const auto& d : q.spec->dims()) dim |= !head.empty() && head == d.bucket.name;
+  if (dim) e = WithPathPrefix(std::move(e), "dims");
+  return WithPathPrefix(std::move(e), "queries[" + std::to_string(i) + "]");
+}
+
+Json EncodeBatchLookup(const std::vector<LookupRequest>& queries,
+                       const std::vector<Result<tuner::LookupAnswer>>& answers) {
   Json list = Json::array();
-  for (const auto& a : answers) list.push_back(a ? EncodeLookup(*a) : EncodeError(a.error()));
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const auto& a = answers[i];
+    list.push_back(a ? EncodeLookup(*a) : EncodeError(BatchQueryError(queries[i], i, a.error())));
+  }
   return Json{{"results", list}};
 }
 
@@ -388,7 +402,7 @@ Result<tuner::LookupAnswer> DecodeLookup(const Json& j) {
   a.hardware = hardware.value_or("");
   a.bucket = bucket.value_or("");
   bool known = false;
-  for (auto s : internal::kSourcesInPrecedence) {
+  for (auto s : tables::kPrecedence) {
     if (tables::SourceName(s) == *source) {
       a.source = s;
       known = true;

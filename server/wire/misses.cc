@@ -95,7 +95,7 @@ Result<std::vector<server::MissView>> DecodeMissList(const Json& j, int64_t* nex
     c.first_seen_at = GetString(r, "first_seen_at", path, std::string()).value_or("");
     c.last_seen_at = GetString(r, "last_seen_at", path, std::string()).value_or("");
     bool known = false;
-    for (auto src : internal::kSourcesInPrecedence) {
+    for (auto src : tables::kPrecedence) {
       if (tables::SourceName(src) == *current) {
         v.current = src;
         known = true;

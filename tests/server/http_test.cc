@@ -362,13 +362,32 @@ TEST_F(Daemon, LookupAnswersFromEverySource) {
   EXPECT_EQ(cross["source"], "default") << cross.dump();
   EXPECT_EQ(cross["fallback_levels"], 3) << cross.dump();
   // Batch: answers in order, an error in place for the bad query, the rest still answered.
+  // A refused query's path names its field in the request's JSON (queries[1].dims.n), as the
+  // same refusal by GET names its query parameter (n).
   auto [s8, batch] = Send("POST", "/v1/lookup",
                           R"({"queries":[{"kernel":"matmul","dims":{"m":8,"n":8,"k":8}},)"
-                          R"({"kernel":"matmul","dims":{"m":8,"n":8,"k":8},"dtype":"f32","hardware":"zz.none"}]})");
+                          R"({"kernel":"matmul","dims":{"m":8,"n":-1,"k":8}},)"
+                          R"({"kernel":"matmul","dims":{"m":8,"n":8,"k":8},"dtype":"f32","hardware":"zz.none"},)"
+                          R"({"kernel":"matmul","dims":{"m":8,"n":8,"k":8},"config":{"block_zz":8}}]})");
   ASSERT_EQ(s8, 200) << batch.dump();
-  ASSERT_EQ(batch["results"].size(), 2u);
+  ASSERT_EQ(batch["results"].size(), 4u);
   EXPECT_EQ(batch["results"][0]["source"], "tuned");
-  EXPECT_EQ(batch["results"][1]["source"], "default");
+  EXPECT_EQ(batch["results"][1]["error"]["code"], "invalid_argument") << batch.dump();
+  EXPECT_EQ(batch["results"][1]["error"]["path"], "queries[1].dims.n") << batch.dump();
+  EXPECT_EQ(batch["results"][2]["source"], "default");
+  EXPECT_EQ(batch["results"][3]["error"]["path"], "queries[3].config.block_zz") << batch.dump();
+  auto [s9, refused] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=-1&k=8");
+  EXPECT_EQ(s9, 400) << refused.dump();
+  EXPECT_EQ(refused["error"]["path"], "n") << refused.dump();
+  auto [s10, unknown] = Send("GET", "/v1/lookup?kernel=matmul&m=8&n=8&k=8&config=block_zz%3D8");
+  EXPECT_EQ(s10, 400) << unknown.dump();
+  EXPECT_EQ(unknown["error"]["path"], "config.block_zz") << unknown.dump();
+  auto [s11, bad_pin] = Send("POST", "/v1/overrides",
+                             R"({"kernel":"matmul","hardware":"*","bucket":"m8_n8_k8","config":{"block_zz":48},)"
+                             R"("reason":"unknown block size"})",
+                             Auth());
+  EXPECT_EQ(s11, 400) << bad_pin.dump();
+  EXPECT_EQ(bad_pin["error"]["path"], "config.block_zz") << bad_pin.dump();
 }
 
 // Misses are counted from the answers' sources: default and tuned_fallback count, tuned,

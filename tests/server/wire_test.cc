@@ -282,6 +282,30 @@ TEST(Codec, GetAndPostLookupsDecodeToTheSameRequest) {
   EXPECT_EQ(bad_key.error().path, "hardware");
 }
 
+// A query the lookup refuses is answered by an error whose path names the field in the batch's
+// JSON: the lookup says "n" (GET's parameter), the batch holds it at queries[i].dims.n.
+TEST(Codec, BatchLookupErrorsNameTheFieldOfTheirQuery) {
+  auto body = ParseBody(R"({"queries":[{"kernel":"matmul","dims":{"m":8,"n":-1,"k":8}},)"
+                        R"({"kernel":"matmul","dims":{"m":8,"n":8,"k":8},"config":{"block_zz":1}},)"
+                        R"({"kernel":"matmul","dims":{"m":8,"n":8,"k":8}}]})",
+                        Limits{});
+  ASSERT_TRUE(body);
+  auto p = DecodeBatchLookup(*body, Limits{});
+  ASSERT_TRUE(p) << p.error().ToString();
+  std::vector<Result<tuner::LookupAnswer>> answers;
+  for (const LookupRequest& q : *p)
+    answers.push_back(tuner::Lookup(*q.spec, std::vector<tuner::TunedEntry>{}, q.query));
+  ASSERT_FALSE(answers[0]);
+  EXPECT_EQ(answers[0].error().path, "n");
+  const Json out = EncodeBatchLookup(*p, answers);
+  ASSERT_EQ(out["results"].size(), 3u);
+  EXPECT_EQ(out["results"][0]["error"]["path"], "queries[0].dims.n") << out.dump();
+  EXPECT_EQ(out["results"][1]["error"]["path"], "queries[1].config.block_zz") << out.dump();
+  EXPECT_EQ(out["results"][2]["source"], "default") << out.dump();
+  EXPECT_EQ(BatchQueryError((*p)[2], 2, InvalidArgument("unsupported", "dtype").error()).path, "queries[2].dtype");
+  EXPECT_EQ(BatchQueryError((*p)[2], 2, InvalidArgument("no path").error()).path, "queries[2]");
+}
+
 // A submission carries its kernel and the canonical text an Idempotency-Key replay is compared by.
 TEST(Codec, SweepSubmissionCarriesItsKernelAndCanonicalText) {
   auto j = ParseBody(R"({"kernel":"matmul","shapes":[{"m":128,"n":256,"k":64}],"seed":5})", Limits{});

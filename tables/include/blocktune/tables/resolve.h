@@ -6,17 +6,13 @@
 // needs only the C++17 standard library (plus <cpuid.h> on x86), so an application can embed
 // a generated table without linking anything of ours.
 //
-// Precedence (CLBlast's Database::Search pattern, made explicit):
-//   1. tuned           a row for exactly this hardware key, dtype and bucket;
-//   2. tuned_fallback  a row of this dtype and bucket for the same CPU model at another thread
-//                      count, else for another CPU model of the same vendor and ISA level
-//                      (ties: smallest key); never another ISA level or vendor (ChainOf);
-//   3. default         the kernel's default block sizes.
-// A lookup always answers, says which of these produced the answer and how many levels of the
-// key's chain it fell.
+// Precedence: source.h, written once (Source, ByPrecedence) and used by both: a generated
+// header answers tuned, tuned_fallback or default; the daemon adds explicit, override and
+// nearest around the same index. A lookup always answers, says which source produced the
+// answer and how many levels of the key's chain it fell.
 //
 // The parts, one job each (all included here, so `#include "resolve.h"` keeps giving all of it):
-//   source.h         which of the lookup's row sources produced an answer (the precedence of resolve.h)
+//   source.h         the lookup's sources and their precedence, written once for every lookup
 //   hardware_key.h   the hardware key grammar and its fallback chain
 //   host_cpu.h       the host's CPU (CPUID and BLOCKTUNE_ISA) and its hardware keys
 //   bucket.h         shape buckets: each dim rounded as its kernel declares, the bucket id
