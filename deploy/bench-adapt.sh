@@ -152,4 +152,4 @@ open(f"{work}/summary-{level}.md", "w").write(text + "\n")
 PY
 echo
 echo "publish through the regression gate (times each new row against the checked-in one):"
-echo "  build/client/blocktune tables generate --db $work/adapt.db --out tables${isa:+   # run under BLOCKTUNE_ISA=$isa for this level}"
+echo "  build/client/blocktune tables generate --db $work/adapt.db --out tables   # every ISA level of this CPU"

@@ -31,7 +31,14 @@ int KeyThreads(std::string_view key) {
 
 bool IsHostKey(std::string_view key) {
   const int threads = KeyThreads(key);
-  return threads > 0 && HardwareProfile::Detect(threads).Key() == key;
+  if (threads <= 0) return false;
+  // This CPU at any level it can run: the gate times a row in a worker started at the row's
+  // level (EvalRequest::isa), so an AVX2 row of an AVX-512 host is this machine's to judge.
+  const std::string level(tables::KeyIsa(key));
+  if (!HostCanRun(level)) return false;
+  HardwareProfile hw = HardwareProfile::Detect(threads);
+  hw.cpu.isa = level;
+  return hw.Key() == key;
 }
 
 Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const std::vector<TunedEntry>& update,

@@ -50,7 +50,8 @@ struct GateEvent {
   std::string detail;
 };
 
-// True if `key` is this machine's hardware key at the thread count the key names (".tN").
+// True if `key` is this machine's hardware key at the thread count the key names (".tN"), at any
+// ISA level this CPU can run (the gate times such a row at its level).
 bool IsHostKey(std::string_view key);
 
 // The thread count a key names in its last component ("...t4" -> 4); 0 if none.

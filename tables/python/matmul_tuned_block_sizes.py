@@ -55,29 +55,44 @@ TUNED = {
     ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_n64_k1024"): ({"block_m": 48, "block_n": 1024, "block_k": 512}, 3581514.625, 5, 2, 2945, None),
     ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 4096, "block_k": 512}, 2252927.1, 5, 2, 2121, None),
     ("x86_64.avx2.amd.fam25_mod1.t2", "f32", "m64_n1024_k4096"): ({"block_m": 288, "block_n": 1024, "block_k": 512}, 4895120.833333333, 5, 2, 2800, None),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m1024_n1024_k1024"): ({"block_m": 144, "block_n": 4096, "block_k": 384}, 20559197.0, 5, 28, 1006, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=96,block_n=4096,block_k=384, new block_m=144,block_n=4096,block_k=384): old 20868065 ns, new 20867494 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:59.536Z
+    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m1024_n1024_k1024"): ({"block_m": 96, "block_n": 4096, "block_k": 384}, 20868065.0, 9, 3, 3280, "ec1cf8c23a7301b4"),
+    # gate replaced (old block_m=96,block_n=512,block_k=256, new block_m=192,block_n=4096,block_k=512): old 182552938 ns, new 159822215 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:00.086Z
     ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 4096, "block_k": 512}, 158432371.0, 5, 28, 1025, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 339880.53571428574, 5, 28, 1033, "ec1cf8c23a7301b4"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 3389307.875, 5, 28, 1051, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=48,block_n=128,block_k=256, new block_m=96,block_n=512,block_k=256): old 3712374 ns, new 3882446 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:04.249Z
+    ("x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m32_n4096_k1024"): ({"block_m": 48, "block_n": 128, "block_k": 256}, 3712374.0, 9, 3, 3333, "ec1cf8c23a7301b4"),
+    # gate replaced (old block_m=96,block_n=512,block_k=256, new block_m=48,block_n=2048,block_k=512): old 21904966 ns, new 20337467 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:04.360Z
     ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m1024_n1024_k1024"): ({"block_m": 48, "block_n": 2048, "block_k": 512}, 20161466.0, 5, 27, 869, "ec1cf8c23a7301b4"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m1024_n1024_k64"): ({"block_m": 192, "block_n": 1024, "block_k": 512}, 1266924.0454545454, 5, 27, 872, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=96,block_n=512,block_k=256, new block_m=192,block_n=1024,block_k=512): old 1302264 ns, new 1296606 ns, noise band 3.5%, 9 interleaved reps, 2026-11-27T10:24:04.889Z
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m1024_n1024_k64"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1302264.0, 9, 1, 1441, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 43649.61337683524, 5, 27, 891, "ec1cf8c23a7301b4"),
+    # gate replaced (old block_m=96,block_n=512,block_k=256, new block_m=288,block_n=2048,block_k=512): old 176449121 ns, new 160526962 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:04.928Z
     ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m2048_n2048_k2048"): ({"block_m": 288, "block_n": 2048, "block_k": 512}, 156986153.0, 5, 27, 908, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 337269.3855421687, 5, 27, 917, "ec1cf8c23a7301b4"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 3333457.888888889, 5, 27, 935, "ec1cf8c23a7301b4"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_n64_k1024"): ({"block_m": 48, "block_n": 4096, "block_k": 512}, 5553072.0, 5, 27, 952, "ec1cf8c23a7301b4"),
-    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m512_n512_k512"): ({"block_m": 288, "block_n": 512, "block_k": 512}, 2659385.0, 5, 27, 970, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=384,block_n=2048,block_k=256, new block_m=96,block_n=512,block_k=256): old 3735288 ns, new 3722950 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:09.050Z
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m32_n4096_k1024"): ({"block_m": 384, "block_n": 2048, "block_k": 256}, 3735288.0, 9, 1, 1050, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=192,block_n=256,block_k=512, new block_m=48,block_n=4096,block_k=512): old 5505207 ns, new 5542402 ns, noise band 2.4%, 9 interleaved reps, 2026-11-27T10:24:09.152Z
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_n64_k1024"): ({"block_m": 192, "block_n": 256, "block_k": 512}, 5505207.0, 9, 1, 1413, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=96,block_n=512,block_k=256, new block_m=288,block_n=512,block_k=512): old 2650707 ns, new 2647182 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:09.296Z
+    ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2650707.0, 9, 1, 361, "ec1cf8c23a7301b4"),
+    # gate replaced (old block_m=96,block_n=512,block_k=256, new block_m=144,block_n=2048,block_k=128): old 6232897 ns, new 6102624 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:09.382Z
     ("x86_64.avx2.amd.fam25_mod17.t1", "f32", "m64_n1024_k4096"): ({"block_m": 144, "block_n": 2048, "block_k": 128}, 5750771.6, 5, 27, 1003, "ec1cf8c23a7301b4"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m1024_n1024_k1024"): ({"block_m": 144, "block_n": 4096, "block_k": 384}, 10462179.666666666, 5, 38, 1378, "ec1cf8c23a7301b4"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 4096, "block_k": 512}, 79734861.0, 5, 38, 1396, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=48,block_n=512,block_k=512, new block_m=144,block_n=4096,block_k=384): old 10522990 ns, new 10694675 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:09.543Z
+    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m1024_n1024_k1024"): ({"block_m": 48, "block_n": 512, "block_k": 512}, 1.052299e+07, 9, 4, 3375, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=192,block_n=2048,block_k=384, new block_m=192,block_n=4096,block_k=512): old 83554454 ns, new 81980857 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:09.832Z
+    ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m2048_n2048_k2048"): ({"block_m": 192, "block_n": 2048, "block_k": 384}, 83554454.0, 9, 4, 3394, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 182787.52317880795, 5, 38, 1410, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1758030.3846153845, 5, 38, 1429, "ec1cf8c23a7301b4"),
+    # gate replaced (old block_m=96,block_n=512,block_k=256, new block_m=48,block_n=2048,block_k=512): old 10723127 ns, new 10501518 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:11.872Z
     ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m1024_n1024_k1024"): ({"block_m": 48, "block_n": 2048, "block_k": 512}, 11032069.666666666, 5, 37, 1219, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m1024_n1024_k64"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 688272.2926829269, 5, 37, 1238, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m128_n128_k128"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 23485.333, 5, 37, 1255, "ec1cf8c23a7301b4"),
-    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m2048_n2048_k2048"): ({"block_m": 288, "block_n": 2048, "block_k": 512}, 7.982139e+07, 5, 37, 1273, "ec1cf8c23a7301b4"),
+    # gate kept (old block_m=48,block_n=1024,block_k=512, new block_m=288,block_n=2048,block_k=512): old 80605183 ns, new 80962714 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:12.151Z
+    ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m2048_n2048_k2048"): ({"block_m": 48, "block_n": 1024, "block_k": 512}, 80605183.0, 9, 2, 2428, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m256_n256_k256"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 205074.53146853147, 5, 37, 1288, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m32_n4096_k1024"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1610323.5, 5, 37, 1306, "ec1cf8c23a7301b4"),
+    # gate replaced (old block_m=96,block_n=512,block_k=256, new block_m=48,block_n=4096,block_k=512): old 2994108 ns, new 2880648 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:24:14.148Z
     ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_n64_k1024"): ({"block_m": 48, "block_n": 4096, "block_k": 512}, 2712764.2, 5, 37, 1324, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m512_n512_k512"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 1401719.5, 5, 37, 1344, "ec1cf8c23a7301b4"),
     ("x86_64.avx2.amd.fam25_mod17.t2", "f32", "m64_n1024_k4096"): ({"block_m": 96, "block_n": 512, "block_k": 256}, 2897088.1, 5, 37, 1361, "ec1cf8c23a7301b4"),

@@ -52,6 +52,16 @@ const std::string& HostKey() {
 TEST(RegressionGate, KeysAreThisHostsAtTheirThreadCount) {
   EXPECT_TRUE(IsHostKey(HostKey()));
   EXPECT_TRUE(IsHostKey(HardwareProfile::Detect(3).Key()));
+  // This CPU at a lower ISA level is this machine's too (its rows are timed at that level);
+  // a level above the CPU's is not.
+  HardwareProfile base = HardwareProfile::Detect(2);
+  base.cpu.isa = "base";
+  EXPECT_TRUE(IsHostKey(base.Key()));
+  if (HostHardware().cpu.isa != "avx512") {
+    HardwareProfile above = HardwareProfile::Detect(2);
+    above.cpu.isa = "avx512";
+    EXPECT_FALSE(IsHostKey(above.Key()));
+  }
   EXPECT_FALSE(IsHostKey("x86_64.avx512.intel.fam6_mod9999.t1"));
   EXPECT_FALSE(IsHostKey(HostKey().substr(0, HostKey().rfind('.'))));  // no thread count
   EXPECT_EQ(KeyThreads("x86_64.avx2.amd.fam25_mod1.t12"), 12);

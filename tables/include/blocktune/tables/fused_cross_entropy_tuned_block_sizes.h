@@ -71,16 +71,21 @@ inline constexpr std::array<Row, 40> kRows{{
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b1024_h512_v8192_backward0", {96, 512, 1024}, 52590933.0, 5, 2, 107, ""},
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b1024_h512_v8192_backward1", {96, 512, 512}, 279657769.0, 5, 2, 134, ""},
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "b2048_h1024_v16384_backward0", {96, 512, 512}, 471261039.0, 5, 2, 179, ""},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward0", {96, 512, 1024}, 83513804.0, 5, 24, 813, "319acbd97ef11104"},
+    // gate kept (old block_b=192,block_h=256,block_v=512, new block_b=96,block_h=512,block_v=1024): old 84203849 ns, new 83432212 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:10.223Z
+    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward0", {192, 256, 512}, 84203849.0, 9, 9, 3753, "319acbd97ef11104"},
     {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward1", {192, 256, 512}, 3.377009e+08, 5, 24, 827, "319acbd97ef11104"},
     {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward0", {192, 256, 512}, 85105458.0, 5, 23, 795, "319acbd97ef11104"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 335124784.0, 5, 23, 808, "319acbd97ef11104"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b2048_h1024_v16384_backward0", {48, 512, 1024}, 654744357.0, 5, 23, 811, "319acbd97ef11104"},
+    // gate kept (old block_b=192,block_h=1024,block_v=2048, new block_b=192,block_h=256,block_v=512): old 331429736 ns, new 331208527 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:12.302Z
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b1024_h512_v8192_backward1", {192, 1024, 2048}, 331429736.0, 9, 5, 3493, "319acbd97ef11104"},
+    // gate kept (old block_b=192,block_h=256,block_v=512, new block_b=48,block_h=512,block_v=1024): old 666231649 ns, new 656974579 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:20.356Z
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "b2048_h1024_v16384_backward0", {192, 256, 512}, 666231649.0, 9, 5, 3497, "319acbd97ef11104"},
     {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward0", {192, 256, 512}, 43490898.0, 5, 34, 1177, "319acbd97ef11104"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward1", {192, 256, 512}, 169161848.0, 5, 34, 1187, "319acbd97ef11104"},
+    // gate kept (old block_b=288,block_h=1024,block_v=2048, new block_b=192,block_h=256,block_v=512): old 175565609 ns, new 172599593 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:36.292Z
+    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "b1024_h512_v8192_backward1", {288, 1024, 2048}, 175565609.0, 9, 10, 3846, "319acbd97ef11104"},
     {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward0", {192, 256, 512}, 44157617.0, 5, 33, 1149, "319acbd97ef11104"},
     {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b1024_h512_v8192_backward1", {192, 256, 512}, 167322505.0, 5, 33, 1162, "319acbd97ef11104"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b2048_h1024_v16384_backward0", {192, 256, 512}, 334748826.0, 5, 33, 1171, "319acbd97ef11104"},
+    // gate kept (old block_b=96,block_h=256,block_v=512, new block_b=192,block_h=256,block_v=512): old 349433777 ns, new 349163636 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:40.593Z
+    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "b2048_h1024_v16384_backward0", {96, 256, 512}, 349433777.0, 9, 6, 3618, "319acbd97ef11104"},
     // gate kept (old block_b=48,block_h=1024,block_v=2048, new block_b=48,block_h=512,block_v=2048): old 78744600 ns, new 79112467 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:19:43.758Z
     {"x86_64.avx512.amd.fam25_mod17.t1", "bf16", "b1024_h512_v8192_backward0", {48, 1024, 2048}, 7.87446e+07, 9, 17, 4557, "319acbd97ef11104"},
     // gate kept (old block_b=96,block_h=512,block_v=512, new block_b=192,block_h=256,block_v=512): old 324015353 ns, new 325827134 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:19:45.695Z

@@ -67,11 +67,16 @@ inline constexpr std::array<Row, 24> kRows{{
     {"x86_64.avx2.amd.fam25_mod1.t2", "bf16", "m4096_k1024_n1024_groups64", {192, 384, 1024}, 62284197.0, 5, 8, 462, ""},
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 59534238.0, 5, 4, 309, ""},
     {"x86_64.avx2.amd.fam25_mod1.t2", "f32", "m4096_k1024_n1024_groups8", {24, 512, 1024}, 48837853.0, 5, 4, 260, ""},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 96440273.0, 5, 26, 846, "0ac4ee524a42d1b8"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups64", {192, 512, 1024}, 101928766.0, 5, 25, 830, "0ac4ee524a42d1b8"},
-    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups8", {96, 384, 1024}, 79065667.0, 5, 25, 838, "0ac4ee524a42d1b8"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 47385823.0, 5, 36, 1211, "0ac4ee524a42d1b8"},
-    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups64", {192, 512, 1024}, 51688874.0, 5, 35, 1195, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=192,tile_k=384,tile_n=1024, new tile_m=96,tile_k=256,tile_n=2048): old 97696730 ns, new 97987622 ns, noise band 2.7%, 9 interleaved reps, 2026-11-27T10:23:49.018Z
+    {"x86_64.avx2.amd.fam25_mod17.t1", "bf16", "m4096_k1024_n1024_groups64", {192, 384, 1024}, 9.769673e+07, 9, 11, 3870, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=96,tile_k=256,tile_n=2048, new tile_m=192,tile_k=512,tile_n=1024): old 102511221 ns, new 100672049 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:51.718Z
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups64", {96, 256, 2048}, 102511221.0, 9, 7, 3664, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=192,tile_k=512,tile_n=2048, new tile_m=96,tile_k=384,tile_n=1024): old 78558804 ns, new 78703479 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:54.507Z
+    {"x86_64.avx2.amd.fam25_mod17.t1", "f32", "m4096_k1024_n1024_groups8", {192, 512, 2048}, 78558804.0, 9, 7, 3629, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=96,tile_k=128,tile_n=1024, new tile_m=96,tile_k=256,tile_n=2048): old 48488070 ns, new 48293861 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:56.464Z
+    {"x86_64.avx2.amd.fam25_mod17.t2", "bf16", "m4096_k1024_n1024_groups64", {96, 128, 1024}, 4.848807e+07, 9, 12, 3884, "0ac4ee524a42d1b8"},
+    // gate kept (old tile_m=192,tile_k=384,tile_n=2048, new tile_m=192,tile_k=512,tile_n=1024): old 51435948 ns, new 50971188 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:23:58.009Z
+    {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups64", {192, 384, 2048}, 51435948.0, 9, 8, 3741, "0ac4ee524a42d1b8"},
     {"x86_64.avx2.amd.fam25_mod17.t2", "f32", "m4096_k1024_n1024_groups8", {96, 256, 512}, 40399085.0, 5, 35, 1207, "0ac4ee524a42d1b8"},
     // gate kept (old tile_m=192,tile_k=256,tile_n=2048, new tile_m=192,tile_k=384,tile_n=1024): old 87056415 ns, new 86345209 ns, noise band 2.0%, 9 interleaved reps, 2026-11-27T10:20:05.677Z
     {"x86_64.avx512.amd.fam25_mod17.t1", "bf16", "m4096_k1024_n1024_groups64", {192, 256, 2048}, 87056415.0, 9, 19, 4659, "0ac4ee524a42d1b8"},
