@@ -28,9 +28,11 @@ for b in m32_n32_k32 m64_n64_k32 m128_n128_k32 m256_n256_k32; do
 done >"$work/tables/tuned_entries.jsonl"
 
 # A budget far beyond what the tiny buckets need: the searches stop at their evaluation budget,
-# never at the clock, so what a bucket measures does not depend on how the kills fell.
+# never at the clock, so what a bucket measures does not depend on how the kills fell. 6 ms
+# repetitions: the whole run takes ~3 s, so three kills 0.2-0.9 s apart land before it ends (at
+# 2 ms, with decision rounds reusing iteration counts, it took ~1.5 s and ended first).
 adapt=("$build/client/blocktune" adapt --local --db "$db" --tables "$work/tables" --kernel matmul --dtype f32
-  --threads 1 --threads 2 --budget-minutes 60 --budget "$budget" --min-repetition-ms 2 --repetitions 3
+  --threads 1 --threads 2 --budget-minutes 60 --budget "$budget" --min-repetition-ms 6 --repetitions 3
   --max-cv 1000 --gate-repetitions 3 --gate-min-time-ms 2 --poll-seconds 0.1)
 
 q() { sqlite3 "$db" "$1"; }
