@@ -15,6 +15,7 @@
 #include "codegen/codegen.h"
 #include "external/spec.h"
 #include "store/task_sink.h"
+#include "tuner/regret.h"
 
 namespace blocktune::server {
 
@@ -93,37 +94,26 @@ void Service::RunTask(const store::TaskRecord& task) {
     if (answer->source == tables::Source::kDefault) return std::optional<Config>();
     return std::optional<Config>(answer->config);
   };
-  // The configs other profiles' rows chose for the bucket (the same index), most alike key first:
-  // the number of key components (architecture, ISA level, vendor, model, threads) equal
-  // position by position, so the same CPU at another thread count or ISA level leads. At most 8:
-  // the table has a handful of profiles, and seeds come out of the search's budget.
+  // The configs other profiles' rows chose for the bucket (the same index), most alike key first by
+  // the levels `blocktune regret` measures (tuner::RegretLevelOf: the same CPU at another thread
+  // count, another model of the vendor and ISA level, another vendor, another ISA level; another
+  // architecture last). At most 8: the table has a handful of profiles, and seeds come out of the
+  // search's budget.
   auto seeds = [this, spec, hw_key](const std::string& bucket, const Problem& problem) -> Result<std::vector<Config>> {
     const auto index = Index();
     const tuner::LookupIndex::KernelRows* rows = index->RowsOf(spec->name(), spec->bucket_version());
     if (rows == nullptr) return std::vector<Config>();
-    const auto components = [](std::string_view key) {
-      std::vector<std::string_view> parts;
-      for (size_t start = 0;;) {
-        const size_t dot = key.find('.', start);
-        parts.push_back(key.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-        if (dot == std::string_view::npos) return parts;
-        start = dot + 1;
-      }
-    };
-    const auto own = components(hw_key);
     std::vector<std::pair<int, const tuner::LookupIndex::RowView*>> alike;
     for (const auto& row : rows->rows) {
       if (row.bucket != bucket || row.dtype != DTypeName(problem.dtype) || row.hardware == hw_key) continue;
-      const auto theirs = components(row.hardware);
-      int same = 0;
-      for (size_t i = 0; i < own.size() && i < theirs.size(); ++i) same += own[i] == theirs[i] ? 1 : 0;
-      alike.emplace_back(same, &row);
+      const auto level = tuner::RegretLevelOf(hw_key, row.hardware);
+      alike.emplace_back(level ? static_cast<int>(*level) : tuner::kRegretLevels, &row);
     }
     std::sort(alike.begin(), alike.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first > b.first : a.second->hardware < b.second->hardware;
+      return a.first != b.first ? a.first < b.first : a.second->hardware < b.second->hardware;
     });
     std::vector<Config> out;
-    for (const auto& [same, row] : alike) {
+    for (const auto& [level, row] : alike) {
       if (out.size() == 8) break;
       if (std::find(out.begin(), out.end(), row->entry->config) == out.end()) out.push_back(row->entry->config);
     }

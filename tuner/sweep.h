@@ -83,9 +83,9 @@ class SweepSink {
     return std::optional<Config>();
   }
   // Configs that other hardware profiles' tuned rows chose for this bucket (the checked-in
-  // table and the database, any key but this sweep's; most alike key first). Strategies that
-  // use a prior (transfer, auto) measure them before searching: on a machine without rows of
-  // its own they are the best first guesses there are. Default: none.
+  // table and the database, any key but this sweep's; most alike key first, by RegretLevelOf).
+  // Strategies that use a prior (transfer, auto) measure them before searching: on a machine
+  // without rows of its own they are the best first guesses there are. Default: none.
   virtual Result<std::vector<Config>> Seeds(const std::string& /*bucket*/, const Problem& /*problem*/) {
     return std::vector<Config>();
   }
