@@ -1,5 +1,5 @@
 // The `auto` strategy's searches (auto.cc), reached through MakeSearch in search.h: feasibility-
-// aware Bayesian optimisation followed by iterated local search for large spaces, and the same
+// aware Bayesian optimisation followed by a genetic local search for large spaces, and the same
 // search steered by a prior from other landscapes of the kernel (other buckets, or other
 // devices). Kept out of search.h because nothing but MakeSearch and the tests construct them
 // directly.
@@ -24,7 +24,8 @@ enum class AutoPlan { kPrior, kSurrogate, kLocal };
 AutoPlan ChooseAutoPlan(const SearchSpace& space, int64_t budget, const SearchPrior& prior);
 
 // A random start, Gaussian-process Bayesian optimisation with a feasibility model for up to 60%
-// of the budget (at most 100 evaluations), then iterated local search with restarts; with a
+// of the budget (at most 100 evaluations), then a genetic local search (children of the best
+// configs, steps to the best's neighbours, iterated local search when no child is new); with a
 // non-empty prior, prior-ranked picks interleaved with local steps instead. See auto.cc.
 std::unique_ptr<SearchStrategy> MakeLocalSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed,
                                                 int64_t budget, const SearchPrior& prior);
