@@ -90,6 +90,27 @@ def expected_random_best(times, budget):
     return e + max(0.0, 1.0 - p_sum) * worst
 
 
+def expected_random_ratio(times, budget):
+    """E[optimum / best] of `budget` draws without replacement (the mean best/optimum random
+    search scores, which the strategies' means are compared with; optimum / E[best] is lower
+    when the times have a long tail). A run whose draws all failed scores optimum / worst."""
+    ok = sorted(t for t in times if t is not None)
+    n = len(times)
+    k = min(budget, n)
+    opt, worst = ok[0], ok[-1]
+    log_total = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
+    e = 0.0
+    p_sum = 0.0
+    for j, t in enumerate(ok):
+        rest = n - 1 - j
+        if rest < k - 1:
+            break
+        p = math.exp(math.lgamma(rest + 1) - math.lgamma(k) - math.lgamma(rest - k + 2) - log_total)
+        e += p * opt / t
+        p_sum += p
+    return e + max(0.0, 1.0 - p_sum) * opt / worst
+
+
 # ------------------------------------------------------------------------------------------
 # Peer runs. Each returns the times (ms, None = failed) of the distinct configs measured, in
 # the order they were measured, at most `budget` of them.
@@ -391,7 +412,8 @@ def report(a, paths, budgets, peers, ours):
     os.makedirs(plots, exist_ok=True)
     summary = {}  # label -> list of per-landscape scores over every budget
     summary_low = {}  # ... over the budgets <= 200
-    randoms = {}  # landscape -> budget -> E[random best] as best/optimum
+    randoms = {}  # landscape -> budget -> optimum / E[random best]
+    random_ratios = {}  # landscape -> budget -> E[optimum / random best]
     table = {}
     for path in paths:
         name = landscape_name(path)
@@ -401,9 +423,10 @@ def report(a, paths, budgets, peers, ours):
         opt, worst = min(ok), max(ok)
         rand = {b: expected_random_best(times, b) for b in budgets}
         randoms[name] = {b: opt / rand[b] for b in budgets}
+        random_ratios[name] = {b: expected_random_ratio(times, b) for b in budgets}
         print("\n## %s: %d configs, %d failed, optimum %.4f ms" % (name, len(times), len(times) - len(ok), opt))
         print("%-26s" % "strategy" + "".join("%22s" % ("%d evals" % b) for b in budgets) + "%8s%8s" % ("score", "<=200"))
-        print("%-26s" % "E[random] best/optimum" + "".join("%22.3f" % (opt / rand[b]) for b in budgets))
+        print("%-26s" % "E[random] best/optimum" + "".join("%22.3f" % random_ratios[name][b] for b in budgets))
         curves = {}
         for label in labels:
             runs = collect(a.out, name, label, budgets, a.prefix_curves)
@@ -430,7 +453,9 @@ def report(a, paths, budgets, peers, ours):
                 if b <= 200:
                     low.append(score)
                 curve.append((b, mean_ratio))
-                table.setdefault(name, {}).setdefault(label, {})[b] = (mean_ratio, hit, score, len(bests))
+                se = (math.sqrt(sum((r - mean_ratio) ** 2 for r in ratios) / (len(ratios) - 1) / len(ratios))
+                      if len(ratios) > 1 else float("inf"))
+                table.setdefault(name, {}).setdefault(label, {})[b] = (mean_ratio, hit, score, len(bests), se)
                 cells.append("%22s" % ("%.3f p%.2f n%d" % (mean_ratio, hit, len(bests))))
             s = sum(scores) / len(scores) if len(scores) == len(budgets) else float("nan")
             n_low = len([b for b in budgets if b <= 200])
@@ -439,7 +464,7 @@ def report(a, paths, budgets, peers, ours):
             summary_low.setdefault(label, {})[name] = s_low
             curves[label] = curve
             print("%-26s" % label + "".join(cells) + "%8.3f%8.3f" % (s, s_low))
-        plot(name, budgets, curves, {b: opt / rand[b] for b in budgets}, plots)
+        plot(name, budgets, curves, random_ratios[name], plots)
     print("\n## methodology score averaged over the landscapes (1 = optimum at every budget, 0 = random search)")
     print("%-26s %18s %18s" % ("strategy", "all budgets", "budgets <= 200"))
     for label in labels:
@@ -451,17 +476,54 @@ def report(a, paths, budgets, peers, ours):
     with open(os.path.join(a.out, "table.json"), "w") as f:
         json.dump(table, f, indent=1)
     if a.markdown:
-        write_markdown(a.markdown, table, budgets, labels, summary, summary_low, randoms)
+        write_markdown(a.markdown, table, budgets, labels, summary, summary_low, randoms, random_ratios, peers)
 
 
-def write_markdown(path, table, budgets, labels, summary, summary_low, randoms):
-    """Per landscape: mean best/optimum (P >= 0.98, seeds) per budget; then the mean scores."""
+def write_markdown(path, table, budgets, labels, summary, summary_low, randoms, random_ratios, peers):
+    """`auto` against the best peer per cell; per landscape: mean best/optimum (P >= 0.98, seeds)
+    per budget; then the mean scores."""
     out = []
+    short = {"genetic_algorithm": "GA", "dual_annealing": "DA", "simulated_annealing": "SA", "greedy_ils": "ILS",
+             "pso": "PSO", "bayes_opt": "BO", "random_sample": "random", "optuna_tpe": "TPE", "optuna_cmaes": "CMA-ES"}
+    if any("blocktune_auto" in table[name] for name in table):
+        out.append("\n#### `auto` against the best peer in each cell\n")
+        out.append("`auto`'s mean best/optimum / the best peer's (which peer, its seeds); **bold**: `auto` at or above "
+                   "it; (n) after a loss: within n standard errors of the best peer's mean (n <= 2: inside its noise); "
+                   "r: E[random], the mean best/optimum of random search, exact.\n")
+        out.append("| landscape | " + " | ".join("%d" % b for b in budgets) + " |")
+        out.append("|---" * (len(budgets) + 1) + "|")
+        wins = near = cells = above_random = 0
+        for name in sorted(table):
+            row = table[name].get("blocktune_auto", {})
+            cells_md = []
+            for b in budgets:
+                if b not in row:
+                    cells_md.append("-")
+                    continue
+                m = row[b][0]
+                cand = [(table[name][p][b][0], p) for p in peers if b in table[name].get(p, {})]
+                cells += 1
+                above_random += m >= random_ratios[name][b]
+                if not cand:
+                    cells_md.append("%.3f / - (r %.3f)" % (m, random_ratios[name][b]))
+                    continue
+                pm, pl = max(cand)
+                pn, pse = table[name][pl][b][3], table[name][pl][b][4]
+                if m >= pm:
+                    wins += 1
+                    cells_md.append("**%.3f** / %.3f %s n%d" % (m, pm, short.get(pl, pl), pn))
+                else:
+                    k = (pm - m) / pse if pse > 0 else float("inf")
+                    near += k <= 2
+                    cells_md.append("%.3f / %.3f %s n%d (%.1f)" % (m, pm, short.get(pl, pl), pn, k))
+            out.append("| %s | %s |" % (name, " | ".join(cells_md)))
+        out.append("\n`auto` at or above the best peer in %d of %d cells, within 2 standard errors of it in %d more; "
+                   "at or above E[random] in %d of %d.\n" % (wins, cells, near, above_random, cells))
     for name in sorted(table):
         out.append("\n#### %s\n" % name)
         out.append("| strategy | " + " | ".join("%d" % b for b in budgets) + " | score | score <= 200 |")
         out.append("|---" * (len(budgets) + 3) + "|")
-        out.append("| E[random] | " + " | ".join("%.3f" % randoms[name][b] for b in budgets) + " | 0 | 0 |")
+        out.append("| E[random] | " + " | ".join("%.3f" % random_ratios[name][b] for b in budgets) + " | 0 | 0 |")
         for label in labels:
             row = table[name].get(label)
             if not row:
@@ -469,7 +531,7 @@ def write_markdown(path, table, budgets, labels, summary, summary_low, randoms):
             cells = []
             for b in budgets:
                 if b in row:
-                    m, hit, _, n = row[b]
+                    m, hit, _, n, _ = row[b]
                     cells.append("%.3f (%.0f%%, %d)" % (m, 100 * hit, n))
                 else:
                     cells.append("-")
