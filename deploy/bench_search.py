@@ -488,7 +488,8 @@ def write_markdown(path, table, budgets, labels, summary, summary_low, randoms, 
     if any("blocktune_auto" in table[name] for name in table):
         out.append("\n#### `auto` against the best peer in each cell\n")
         out.append("`auto`'s mean best/optimum / the best peer's (which peer, its seeds); **bold**: `auto` at or above "
-                   "it; (n) after a loss: within n standard errors of the best peer's mean (n <= 2: inside its noise); "
+                   "it; (n) after a loss: n standard errors of the best peer's mean below it (n <= 2: inside its noise; "
+                   "'every run': all the best peer's runs ended at the same time, so four decimals); "
                    "r: E[random], the mean best/optimum of random search, exact.\n")
         out.append("| landscape | " + " | ".join("%d" % b for b in budgets) + " |")
         out.append("|---" * (len(budgets) + 1) + "|")
@@ -512,10 +513,12 @@ def write_markdown(path, table, budgets, labels, summary, summary_low, randoms, 
                 if m >= pm:
                     wins += 1
                     cells_md.append("**%.3f** / %.3f %s n%d" % (m, pm, short.get(pl, pl), pn))
-                else:
-                    k = (pm - m) / pse if pse > 0 else float("inf")
+                elif pse > 0:
+                    k = (pm - m) / pse
                     near += k <= 2
                     cells_md.append("%.3f / %.3f %s n%d (%.1f)" % (m, pm, short.get(pl, pl), pn, k))
+                else:  # every run of the best peer ended at the same config (the optimum, as a rule)
+                    cells_md.append("%.4f / %.4f %s n%d (every run)" % (m, pm, short.get(pl, pl), pn))
             out.append("| %s | %s |" % (name, " | ".join(cells_md)))
         out.append("\n`auto` at or above the best peer in %d of %d cells, within 2 standard errors of it in %d more; "
                    "at or above E[random] in %d of %d.\n" % (wins, cells, near, above_random, cells))
