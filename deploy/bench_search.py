@@ -66,38 +66,15 @@ def entry_time(e):
     return None
 
 
-def expected_random_best(times, budget):
-    """E[min time] of `budget` draws without replacement from the space (failed configs drawn
-    too: they count). A run whose draws all failed is scored at the worst passing time; at 25
-    draws from these spaces (at most 11% failing) that has probability < 1e-20."""
+def expected_random(times, budget, score):
+    """E[score(best time)] of `budget` draws without replacement from the space (failed configs
+    drawn too: they count). A run whose draws all failed is scored at the worst passing time; at
+    25 draws from these spaces (at most 11% failing) that has probability < 1e-20."""
     ok = sorted(t for t in times if t is not None)
     n = len(times)
     k = min(budget, n)
-    worst = ok[-1]
     # P(best draw is the j-th fastest passing config) = C(n - 1 - j, k - 1) / C(n, k), j from 0;
-    # the remaining probability (every draw among the failed ones) gets `worst`.
-    log_total = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
-    e = 0.0
-    p_sum = 0.0
-    for j, t in enumerate(ok):
-        rest = n - 1 - j
-        if rest < k - 1:
-            break
-        lp = math.lgamma(rest + 1) - math.lgamma(k) - math.lgamma(rest - k + 2) - log_total
-        p = math.exp(lp)
-        e += p * t
-        p_sum += p
-    return e + max(0.0, 1.0 - p_sum) * worst
-
-
-def expected_random_ratio(times, budget):
-    """E[optimum / best] of `budget` draws without replacement (the mean best/optimum random
-    search scores, which the strategies' means are compared with; optimum / E[best] is lower
-    when the times have a long tail). A run whose draws all failed scores optimum / worst."""
-    ok = sorted(t for t in times if t is not None)
-    n = len(times)
-    k = min(budget, n)
-    opt, worst = ok[0], ok[-1]
+    # the remaining probability (every draw among the failed ones) gets the worst passing time.
     log_total = math.lgamma(n + 1) - math.lgamma(k + 1) - math.lgamma(n - k + 1)
     e = 0.0
     p_sum = 0.0
@@ -106,9 +83,21 @@ def expected_random_ratio(times, budget):
         if rest < k - 1:
             break
         p = math.exp(math.lgamma(rest + 1) - math.lgamma(k) - math.lgamma(rest - k + 2) - log_total)
-        e += p * opt / t
+        e += p * score(t)
         p_sum += p
-    return e + max(0.0, 1.0 - p_sum) * opt / worst
+    return e + max(0.0, 1.0 - p_sum) * score(ok[-1])
+
+
+def expected_random_best(times, budget):
+    """E[min time]: the methodology score's R."""
+    return expected_random(times, budget, lambda t: t)
+
+
+def expected_random_ratio(times, budget):
+    """E[optimum / best]: the mean best/optimum random search scores, which the strategies' means
+    are compared with (optimum / E[best] is lower when the times have a long tail)."""
+    opt = min(t for t in times if t is not None)
+    return expected_random(times, budget, lambda t: opt / t)
 
 
 # ------------------------------------------------------------------------------------------
