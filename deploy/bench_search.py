@@ -401,7 +401,6 @@ def report(a, paths, budgets, peers, ours):
     os.makedirs(plots, exist_ok=True)
     summary = {}  # label -> list of per-landscape scores over every budget
     summary_low = {}  # ... over the budgets <= 200
-    randoms = {}  # landscape -> budget -> optimum / E[random best]
     random_ratios = {}  # landscape -> budget -> E[optimum / random best]
     table = {}
     for path in paths:
@@ -411,7 +410,6 @@ def report(a, paths, budgets, peers, ours):
         ok = [t for t in times if t is not None]
         opt, worst = min(ok), max(ok)
         rand = {b: expected_random_best(times, b) for b in budgets}
-        randoms[name] = {b: opt / rand[b] for b in budgets}
         random_ratios[name] = {b: expected_random_ratio(times, b) for b in budgets}
         print("\n## %s: %d configs, %d failed, optimum %.4f ms" % (name, len(times), len(times) - len(ok), opt))
         print("%-26s" % "strategy" + "".join("%22s" % ("%d evals" % b) for b in budgets) + "%8s%8s" % ("score", "<=200"))
@@ -465,10 +463,10 @@ def report(a, paths, budgets, peers, ours):
     with open(os.path.join(a.out, "table.json"), "w") as f:
         json.dump(table, f, indent=1)
     if a.markdown:
-        write_markdown(a.markdown, table, budgets, labels, summary, summary_low, randoms, random_ratios, peers)
+        write_markdown(a.markdown, table, budgets, labels, summary, summary_low, random_ratios, peers)
 
 
-def write_markdown(path, table, budgets, labels, summary, summary_low, randoms, random_ratios, peers):
+def write_markdown(path, table, budgets, labels, summary, summary_low, random_ratios, peers):
     """`auto` against the best peer per cell; per landscape: mean best/optimum (P >= 0.98, seeds)
     per budget; then the mean scores."""
     out = []
