@@ -1,6 +1,6 @@
 // The `auto` strategy's own search on large spaces: a uniform random sample, then constraint-
 // aware Bayesian optimisation (a Gaussian process for the times, a feasibility model for the
-// failures) for up to 60% of the budget, then (at budgets of 100 and more) a genetic local
+// failures) for up to 60% of the budget (80% below 100), then (at budgets of 100 and more) a genetic local
 // search: children of the best configs found (uniform crossover and mutation) interleaved with
 // steps to the best config's unmeasured neighbours, taking turns with episodes of an iterated
 // local search over the neighbourhood graph (restarts by kicks, crossover of good configs and
@@ -58,8 +58,9 @@ class LocalSearch final : public SearchStrategy {
     // step: what random search would measure, so the best of it is random search's best at
     // that budget, and the local search then starts from the best of several basins (the
     // default's among them) instead of the default's alone. At 25 evaluations that is 3 random
-    // configs and 21 local steps.
-    init_left_ = std::clamp<int64_t>(budget_ / 10, 3, 24);
+    // configs and 21 local steps. Below 100 evaluations 3 (see small_ below).
+    small_ = budget_ < kGeneticMinBudget;
+    init_left_ = small_ ? 3 : std::clamp<int64_t>(budget_ / 10, 3, 24);
     // Restart when the best has not improved for a quarter of the budget (at least 24
     // evaluations: about two neighbourhoods of a 7-parameter space), even inside a basin whose
     // neighbourhood is not yet exhausted.
@@ -70,8 +71,10 @@ class LocalSearch final : public SearchStrategy {
     // landscapes) the model for the whole budget scored 0.573, for 45% of it 0.585, for 60% 0.598,
     // and the local search alone 0.510; the model alone falls behind at 100 evaluations on
     // convolution (0.398 vs 0.474), where walking a basin's neighbours pays. Beyond 100 points its
-    // O(n^3) fits per ask cost more than the walk gains.
-    model_until_ = std::min<int64_t>(kModelMax, static_cast<int64_t>(0.6 * static_cast<double>(budget_)));
+    // O(n^3) fits per ask cost more than the walk gains. Below 100 evaluations the model runs
+    // for 80% of the budget (see small_ below).
+    model_until_ =
+        std::min<int64_t>(kModelMax, static_cast<int64_t>((small_ ? 0.8 : 0.6) * static_cast<double>(budget_)));
     inv_ls2_.assign(space.dims(), 1.0 / (0.2 * 0.2 * static_cast<double>(std::max<size_t>(space.dims(), 1))));
     SetPrior(prior);
   }
@@ -258,8 +261,12 @@ class LocalSearch final : public SearchStrategy {
   // round of coordinate search per ask warm-started from the last (each inverse squared
   // lengthscale x4, /4 or 0 = irrelevant; noise from {0.001, 0.03, 0.2} of the standardised
   // variance): at most 3 + 3 x parameters Cholesky factorisations of n <= 100 points per ask.
-  // Candidates are the unmeasured neighbours of the 4 best configs (exploitation) and 400
-  // uniformly drawn unmeasured ones (exploration; the whole rest when fewer are left).
+  // Candidates are every unmeasured config (up to kModelCandidates; beyond that the unmeasured
+  // neighbours of the 4 best configs and kModelCandidates uniformly drawn ones). With 400 drawn
+  // candidates a config that is good but has no good neighbour (dedispersion_W6600's optimum,
+  // block 32 x 32, sits in a corner of the space its restriction leaves, beside configs at
+  // 0.91) was offered to the model in 4% of asks, and `auto` ended at 0.995 of the optimum at
+  // 200-800 evaluations against bayes_opt's 0.998 at 200 (docs/search.md).
   static double Matern52(double r2) {
     const double r = std::sqrt(5.0 * r2);
     return (1.0 + r + r * r / 3.0) * std::exp(-r);
@@ -395,32 +402,70 @@ class LocalSearch final : public SearchStrategy {
     const double y_best = (cost_[*best_] - mean) / sd;
     std::optional<size_t> pick;
     double pick_score = -kInf;
-    std::vector<double> kv(n);
+    // Candidates that look feasible, scored in blocks of kBlock: the cross-covariances of a
+    // block with the n points are laid out point-major (row k holds every candidate's covariance
+    // with point k), so the forward substitution L v = k runs along the candidates, a loop the
+    // compiler vectorises, instead of along a dot product it may not reorder. Likely failures
+    // are skipped as the local search skips them (LooksFeasible), the rest weighted by P(pass).
+    std::vector<size_t> cands;
+    std::vector<double> pass;
     for (size_t c : ModelCandidates()) {
-      // Likely failures are skipped as the local search skips them (LooksFeasible), the rest
-      // weighted by P(pass).
       const double p_fail = FailProbability(c);
       if (p_fail >= 0.5 && p_fail > BaseFailRate()) continue;
-      for (size_t k = 0; k < n; ++k) kv[k] = Matern52(ScaledDist2(c, pts[k]));
-      double mu = 0;
-      for (size_t k = 0; k < n; ++k) mu += kv[k] * best.alpha[k];
-      SolveLower(best.chol, n, kv);
-      double s2 = 1.0;
-      for (size_t k = 0; k < n; ++k) s2 -= kv[k] * kv[k];
-      const double s = std::sqrt(std::max(s2, 1e-12));
-      const double z = (y_best - mu) / s;
-      const double ei = s * (z * 0.5 * std::erfc(-z / std::numbers::sqrt2) +
-                             std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi));
-      const double score = ei * (1.0 - p_fail);
-      if (score > pick_score) {
-        pick_score = score;
-        pick = c;
+      cands.push_back(c);
+      pass.push_back(1.0 - p_fail);
+    }
+    constexpr size_t kBlock = 64;
+    std::vector<double> v(n * kBlock);
+    std::vector<double> mu(kBlock);
+    std::vector<double> s2(kBlock);
+    for (size_t first = 0; first < cands.size(); first += kBlock) {
+      const size_t m = std::min(kBlock, cands.size() - first);
+      std::fill(mu.begin(), mu.end(), 0.0);
+      std::fill(s2.begin(), s2.end(), 1.0);
+      for (size_t k = 0; k < n; ++k) {
+        double* row = &v[k * kBlock];
+        for (size_t j = 0; j < m; ++j) {
+          row[j] = Matern52(ScaledDist2(cands[first + j], pts[k]));
+          mu[j] += row[j] * best.alpha[k];
+        }
+      }
+      for (size_t i = 0; i < n; ++i) {
+        double* row = &v[i * kBlock];
+        for (size_t k = 0; k < i; ++k) {
+          const double l = best.chol[i * n + k];
+          const double* prev = &v[k * kBlock];
+          for (size_t j = 0; j < m; ++j) row[j] -= l * prev[j];
+        }
+        const double inv = 1.0 / best.chol[i * n + i];
+        for (size_t j = 0; j < m; ++j) {
+          row[j] *= inv;
+          s2[j] -= row[j] * row[j];
+        }
+      }
+      for (size_t j = 0; j < m; ++j) {
+        const double sd_j = std::sqrt(std::max(s2[j], 1e-12));
+        const double z = (y_best - mu[j]) / sd_j;
+        const double ei = sd_j * (z * 0.5 * std::erfc(-z / std::numbers::sqrt2) +
+                                  std::exp(-0.5 * z * z) / std::sqrt(2 * std::numbers::pi));
+        const double score = ei * pass[first + j];
+        if (score > pick_score) {
+          pick_score = score;
+          pick = cands[first + j];
+        }
       }
     }
     return pick;
   }
 
   std::vector<size_t> ModelCandidates() {
+    // The 4 best configs' unmeasured neighbours come first, so that they win ties. Equal scores
+    // are common: configs that differ only in parameters whose fitted lengthscale is infinite
+    // (irrelevant so far) have the same mean and variance, and the first maximum is picked. On
+    // the six convolution landscapes at 100 and 200 evaluations (150 seeds, methodology score)
+    // ties to the best's neighbours, then space order, scored 0.671; a uniform pick among the
+    // tied 0.656, the tied config nearest the best 0.645, and space order alone lost
+    // convolution_W7800 at 100 (0.918 against 0.941).
     std::vector<size_t> cand;
     std::vector<size_t> by_cost = ok_;
     const size_t keep = std::min<size_t>(4, by_cost.size());
@@ -432,12 +477,13 @@ class LocalSearch final : public SearchStrategy {
       }
     }
     const size_t left = space_.size() - static_cast<size_t>(asked_count_);
-    if (left <= kModelCandidates) {
+    const size_t drawn = small_ ? kSmallModelCandidates : kModelCandidates;
+    if (left <= drawn) {
       for (size_t i = 0; i < space_.size(); ++i) {
         if (!asked_[i]) cand.push_back(i);
       }
     } else {
-      for (size_t k = 0; k < kModelCandidates; ++k) cand.push_back(RandomUnasked(left));
+      for (size_t k = 0; k < drawn; ++k) cand.push_back(RandomUnasked(left));
     }
     return cand;
   }
@@ -739,7 +785,22 @@ class LocalSearch final : public SearchStrategy {
   int64_t stall_limit_ = 0;
   // Gaussian-process phase.
   static constexpr int64_t kModelMax = 100;
-  static constexpr size_t kModelCandidates = 400;
+  // Every config of the GPU landscapes' spaces (4,362-17,956): at 60-100 measured points an ask
+  // scores dedispersion's 11,130 in 10-20 ms (simulate), nothing beside a compile and a benchmark.
+  static constexpr size_t kModelCandidates = 20000;
+  // Budgets under 100 (small_) are planned apart, each rule measured against the one before it
+  // (200 seeds, the twelve GPU landscapes at 25 and 50 evaluations, mean methodology score):
+  // 3 random configs instead of a tenth of the budget and the model for 80% of the budget
+  // instead of 60%, 0.530 against 0.497 (convolution_W7800 at 50: 0.816 -> 0.861,
+  // dedispersion 0.661 -> 0.690); the model's candidates 400 drawn configs and the 4 best's
+  // neighbours, not every config, 0.530 against 0.516: with 3-40 points the fitted lengthscales
+  // are rough, and the maximum of expected improvement over all 4,362-11,130 configs lands on
+  // the model's errors more often than the maximum over a sample does (convolution_A6000 at 25:
+  // 0.740 against 0.719; dedispersion_W6600 gains, 0.960 -> 0.983). At 100-200 evaluations
+  // every config wins: 0.770 against 0.759 (50 seeds), convolution_W6600 at 200 0.866 -> 0.911
+  // (150 seeds).
+  static constexpr size_t kSmallModelCandidates = 400;
+  bool small_ = false;
   int64_t model_until_ = 0;
   double noise_ = 0.03;          // of the standardised variance
   std::vector<double> inv_ls2_;  // per parameter, 1 / lengthscale^2
