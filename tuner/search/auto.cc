@@ -262,7 +262,8 @@ class LocalSearch final : public SearchStrategy {
   // lengthscale x4, /4 or 0 = irrelevant; noise from {0.001, 0.03, 0.2} of the standardised
   // variance): at most 3 + 3 x parameters Cholesky factorisations of n <= 100 points per ask.
   // Candidates are every unmeasured config (up to kModelCandidates; beyond that the unmeasured
-  // neighbours of the 4 best configs and kModelCandidates uniformly drawn ones). With 400 drawn
+  // neighbours of the 4 best configs and kModelCandidates uniformly drawn ones; below 100
+  // evaluations those neighbours and kSmallModelCandidates drawn ones). With 400 drawn
   // candidates a config that is good but has no good neighbour (dedispersion_W6600's optimum,
   // block 32 x 32, sits in a corner of the space its restriction leaves, beside configs at
   // 0.91) was offered to the model in 4% of asks, and `auto` ended at 0.995 of the optimum at
