@@ -156,6 +156,24 @@ class LocalSearch final : public SearchStrategy {
   double Uniform() { return static_cast<double>(rng_.Next() >> 11) * 0x1.0p-53; }
   double Scaled(size_t i, size_t d) const { return scaled_[i * space_.dims() + d]; }
 
+  // The k fastest passing configs measured so far, fastest first (ties by index).
+  std::vector<size_t> BestPassing(size_t k) const {
+    std::vector<size_t> out = ok_;
+    const size_t keep = std::min(k, out.size());
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(keep), out.end(),
+                      [&](size_t a, size_t b) { return cost_[a] != cost_[b] ? cost_[a] < cost_[b] : a < b; });
+    out.resize(keep);
+    return out;
+  }
+  // Uniform crossover: each parameter from `a` or `b` with even odds.
+  std::vector<int> Crossover(size_t a, size_t b) {
+    std::vector<int> coords = space_.coords(a);
+    for (size_t d = 0; d < space_.dims(); ++d) {
+      if (rng_.Below(2) == 0) coords[d] = space_.coords(b)[d];
+    }
+    return coords;
+  }
+
   // ---- feasibility model --------------------------------------------------------------
   // P(config i fails): a kernel-weighted vote of the measured configs near it (Gaussian in the
   // scaled coordinates, mean squared difference per parameter, variance 0.02: a one-level move
@@ -468,12 +486,8 @@ class LocalSearch final : public SearchStrategy {
     // tied 0.656, the tied config nearest the best 0.645, and space order alone lost
     // convolution_W7800 at 100 (0.918 against 0.941).
     std::vector<size_t> cand;
-    std::vector<size_t> by_cost = ok_;
-    const size_t keep = std::min<size_t>(4, by_cost.size());
-    std::partial_sort(by_cost.begin(), by_cost.begin() + static_cast<std::ptrdiff_t>(keep), by_cost.end(),
-                      [&](size_t a, size_t b) { return cost_[a] != cost_[b] ? cost_[a] < cost_[b] : a < b; });
-    for (size_t k = 0; k < keep; ++k) {
-      for (size_t nb : space_.Neighbours(by_cost[k])) {
+    for (size_t best : BestPassing(4)) {
+      for (size_t nb : space_.Neighbours(best)) {
         if (!asked_[nb]) cand.push_back(nb);
       }
     }
@@ -534,13 +548,9 @@ class LocalSearch final : public SearchStrategy {
     // unmeasured neighbour, as anneal does (the best's other neighbours are the likeliest
     // improvements); kicks, crossover and random points only when that region is closed or the
     // stall rule fires.
-    std::vector<size_t> by_cost = ok_;
-    const size_t keep = std::min<size_t>(16, by_cost.size());
-    std::partial_sort(by_cost.begin(), by_cost.begin() + static_cast<std::ptrdiff_t>(keep), by_cost.end(),
-                      [&](size_t a, size_t b) { return cost_[a] != cost_[b] ? cost_[a] < cost_[b] : a < b; });
-    for (size_t k = 0; k < keep; ++k) {
-      if (auto n = NextNeighbour(by_cost[k], /*by_prior=*/false)) {
-        current_ = by_cost[k];
+    for (size_t best : BestPassing(16)) {
+      if (auto n = NextNeighbour(best, /*by_prior=*/false)) {
+        current_ = best;
         return n;
       }
     }
@@ -575,20 +585,13 @@ class LocalSearch final : public SearchStrategy {
   // best's 0.723; a random restart when the best stalls 0.741; the iterated local search alone
   // (before) 0.598 over the same cells at 50 seeds.
   std::optional<size_t> GeneticAsk() {
-    std::vector<size_t> pop = ok_;
-    const size_t keep = std::min<size_t>(kGeneticPopulation, pop.size());
-    std::partial_sort(pop.begin(), pop.begin() + static_cast<std::ptrdiff_t>(keep), pop.end(),
-                      [&](size_t a, size_t b) { return cost_[a] != cost_[b] ? cost_[a] < cost_[b] : a < b; });
-    pop.resize(keep);
+    const std::vector<size_t> pop = BestPassing(kGeneticPopulation);
     auto tournament = [&]() { return pop[std::min(rng_.Below(pop.size()), rng_.Below(pop.size()))]; };
     const size_t dims = space_.dims();
     for (int attempt = 0; attempt < 200; ++attempt) {
       const size_t a = tournament();
       const size_t b = tournament();
-      std::vector<int> coords = space_.coords(a);
-      for (size_t d = 0; d < dims; ++d) {
-        if (rng_.Below(2) == 0) coords[d] = space_.coords(b)[d];
-      }
+      std::vector<int> coords = Crossover(a, b);
       for (size_t d = 0; d < dims; ++d) {
         const int levels = static_cast<int>(space_.levels(d));
         if (levels < 2 || rng_.Below(dims) != 0) continue;
@@ -643,11 +646,7 @@ class LocalSearch final : public SearchStrategy {
     ++restarts_;
     momentum_.reset();
     restart_pending_ = true;
-    std::vector<size_t> elite = ok_;
-    const size_t keep = std::min<size_t>(8, elite.size());
-    std::partial_sort(elite.begin(), elite.begin() + static_cast<std::ptrdiff_t>(keep), elite.end(),
-                      [&](size_t a, size_t b) { return cost_[a] != cost_[b] ? cost_[a] < cost_[b] : a < b; });
-    elite.resize(keep);
+    const std::vector<size_t> elite = BestPassing(8);
     const int kind = random || elite.size() < 2 ? 2 : static_cast<int>(restarts_ % 3);
     std::optional<size_t> pick;
     double pick_score = kInf;
@@ -664,11 +663,7 @@ class LocalSearch final : public SearchStrategy {
       } else {
         const size_t a = elite[rng_.Below(elite.size())];
         const size_t b = elite[rng_.Below(elite.size())];
-        std::vector<int> coords = space_.coords(a);
-        for (size_t d = 0; d < space_.dims(); ++d) {
-          if (rng_.Below(2) == 0) coords[d] = space_.coords(b)[d];
-        }
-        c = space_.Find(coords);
+        c = space_.Find(Crossover(a, b));
       }
       if (!c || asked_[*c] || !LooksFeasible(*c)) continue;
       const double s = Predict(*c);
