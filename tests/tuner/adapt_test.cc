@@ -315,7 +315,11 @@ TEST(Timing, TheBatchThatEndsTheGrowthIsTheFirstRepetition) {
   ASSERT_TRUE(t);
   ASSERT_EQ(t->samples_ns.size(), 3u);
   EXPECT_GT(t->iterations, 1);
-  EXPECT_GE(t->timed_ns, 3 * o.min_repetition_ns * 0.99);  // every kept repetition reached the minimum
+  // The growth batch kept as the first repetition reached the minimum. The later ones run the
+  // same count and may come in shorter (a call of a few ns varies 2x with the machine's load),
+  // so only the first is bounded; CI once measured 5.84 ms for three 2 ms repetitions.
+  EXPECT_GE(t->samples_ns[0] * static_cast<double>(t->iterations), o.min_repetition_ns * (1 - 1e-9));
+  EXPECT_GE(t->timed_ns, o.min_repetition_ns * (1 - 1e-9));
   EXPECT_GT(t->calibrate_ns, 0);
   // Warm-up, the growth batches and two more repetitions: the batch that reached the minimum
   // was not run a second time.
