@@ -101,8 +101,8 @@ def expected_random_ratio(times, budget):
 
 
 # ------------------------------------------------------------------------------------------
-# Peer runs. Each returns the times (ms, None = failed) of the distinct configs measured, in
-# the order they were measured, at most `budget` of them.
+# Peer runs. Each returns (config key, time in ms or None = failed) of the distinct configs
+# measured, in the order they were measured, at most `budget` of them.
 
 _cache = {}
 
@@ -147,11 +147,13 @@ def run_kernel_tuner(doc, plain, strategy, budget, seed):
         if key in seen:
             continue
         seen.add(key)
-        out.append(entry_time(doc["cache"][key]))
+        out.append((key, entry_time(doc["cache"][key])))
     return out[:budget]
 
 
-def run_optuna(doc, sampler_name, budget, seed):
+def run_optuna(doc, sampler_name, budget, seed, stall=None):
+    """With `stall`, the run also ends after that many proposals in a row brought no new config
+    (a converged sampler: run_peer's restarts go on with a fresh one)."""
     import optuna
     from optuna.trial import TrialState
 
@@ -169,18 +171,21 @@ def run_optuna(doc, sampler_name, budget, seed):
     measured = {}
     # Configs outside the space cost nothing (refused before measurement) but would let a
     # sampler stuck in the refused region loop forever: cap the proposals.
+    repeats = 0
     for _ in range(budget * 10):
-        if len(out) >= budget:
+        if len(out) >= budget or (stall and repeats >= stall):
             break
         trial = study.ask()
         idx = {k: trial.suggest_int(k, 0, len(tp[k]) - 1) for k in free}
         key = ",".join(str(tp[k][idx[k]] if k in idx else tp[k][0]) for k in names)
+        repeats += 1
         if key not in cache:
             study.tell(trial, state=TrialState.FAIL)
             continue
         if key not in measured:
+            repeats = 0
             measured[key] = entry_time(cache[key])
-            out.append(measured[key])
+            out.append((key, measured[key]))
         t = measured[key]
         if t is None:
             study.tell(trial, state=TrialState.FAIL)
@@ -196,6 +201,39 @@ def wait_while(pause_file):
         time.sleep(20)
 
 
+RESTARTS = "+restarts"
+MAX_RESTARTS = 50
+# An Optuna run restarts after this many proposals in a row that were refused or measured before.
+RESTART_STALL = 100
+
+
+def run_peer(doc, plain, strategy, budget, seed):
+    """The times of the distinct configs `strategy` measured, in order. A peer named
+    NAME+restarts that stops before its budget (Kernel Tuner's genetic algorithm after its
+    generations, Optuna's CMA-ES once it converges: Optuna 5 dropped its restart strategies) is
+    run again with the next seed on the same landscape, as a user with budget left would go on;
+    what it measured before is free, so only new configs count, up to MAX_RESTARTS runs. An
+    Optuna run there also ends after RESTART_STALL proposals in a row brought nothing new (a
+    converged CMA-ES otherwise spends the 10 x budget proposals repeating itself, 17 minutes
+    for one run at 800)."""
+    base = strategy[:-len(RESTARTS)] if strategy.endswith(RESTARTS) else strategy
+    runs = MAX_RESTARTS if base != strategy else 1
+    times, seen = [], set()
+    for k in range(runs):
+        s = seed + 100000 * k
+        if base in OPTUNA_STRATEGIES:
+            pairs = run_optuna(doc, base, budget, s, stall=RESTART_STALL if runs > 1 else None)
+        else:
+            pairs = run_kernel_tuner(doc, plain, base, budget, s)
+        for key, t in pairs:
+            if key not in seen and len(times) < budget:
+                seen.add(key)
+                times.append(t)
+        if len(times) >= budget:
+            break
+    return times
+
+
 def peer_task(args):
     path, strategy, budget, seed, outfile, workdir, pause_file = args
     if os.path.exists(outfile):
@@ -203,10 +241,7 @@ def peer_task(args):
     wait_while(pause_file)
     doc, plain = worker_landscape(path, workdir)
     t0 = time.time()
-    if strategy in OPTUNA_STRATEGIES:
-        times = run_optuna(doc, strategy, budget, seed)
-    else:
-        times = run_kernel_tuner(doc, plain, strategy, budget, seed)
+    times = run_peer(doc, plain, strategy, budget, seed)
     elapsed = time.time() - t0
     os.makedirs(os.path.dirname(outfile), exist_ok=True)
     tmp = outfile + ".tmp"
@@ -318,7 +353,9 @@ def main():
     p.add_argument("--slow-budget", type=int, default=None,
                    help="largest budget for bayes_opt, optuna_tpe and optuna_cmaes (default: every budget; at 800 evaluations "
                         "each run takes minutes)")
-    p.add_argument("--peers", default=",".join(KT_STRATEGIES + OPTUNA_STRATEGIES))
+    p.add_argument("--peers", default=",".join(KT_STRATEGIES + OPTUNA_STRATEGIES),
+                   help="peer strategies; NAME+restarts runs NAME again with the next seed whenever it stops "
+                        "before the budget (e.g. genetic_algorithm+restarts,optuna_cmaes+restarts)")
     p.add_argument("--ours", default=",".join(OURS))
     p.add_argument("--blocktune", default="build/client/blocktune")
     p.add_argument("--prior", action="store_true",
@@ -355,10 +392,11 @@ def main():
         for seed in range(1, a.seeds + 1):
             for path in paths:
                 for s in peers:
-                    if s in SLOW and seed > slow_seeds:
+                    slow = s.removesuffix(RESTARTS) in SLOW
+                    if slow and seed > slow_seeds:
                         continue
                     for b in run_budgets:
-                        if s in SLOW and a.slow_budget:
+                        if slow and a.slow_budget:
                             if b > a.slow_budget and not a.prefix_curves:
                                 continue
                             b = min(b, a.slow_budget)
@@ -403,6 +441,10 @@ def report(a, paths, budgets, peers, ours):
     summary_low = {}  # ... over the budgets <= 200
     random_ratios = {}  # landscape -> budget -> E[optimum / random best]
     table = {}
+    # landscape -> peer -> budget -> mean distinct configs measured, when under the budget: a
+    # sampler that converges proposes configs it measured already (Optuna's CMA-ES has no
+    # restarts) and stops at the cap of 10 proposals per evaluation.
+    short_runs = {}
     for path in paths:
         name = landscape_name(path)
         doc = load_landscape(path)
@@ -431,6 +473,9 @@ def report(a, paths, budgets, peers, ours):
                     bests = runs[b]
                 else:
                     bests = [best_at(t, b, worst) for t in runs[b]]
+                    measured = sum(min(len(t), b) for t in runs[b]) / len(runs[b])
+                    if measured < b:
+                        short_runs.setdefault(name, {}).setdefault(label, {})[b] = measured
                 ratios = [opt / x for x in bests]
                 mean_best = sum(bests) / len(bests)
                 mean_ratio = sum(ratios) / len(ratios)
@@ -463,10 +508,10 @@ def report(a, paths, budgets, peers, ours):
     with open(os.path.join(a.out, "table.json"), "w") as f:
         json.dump(table, f, indent=1)
     if a.markdown:
-        write_markdown(a.markdown, table, budgets, labels, summary, summary_low, random_ratios, peers)
+        write_markdown(a.markdown, table, budgets, labels, summary, summary_low, random_ratios, peers, short_runs)
 
 
-def write_markdown(path, table, budgets, labels, summary, summary_low, random_ratios, peers):
+def write_markdown(path, table, budgets, labels, summary, summary_low, random_ratios, peers, short_runs):
     """`auto` against the best peer per cell; per landscape: mean best/optimum (P >= 0.98, seeds)
     per budget; then the mean scores."""
     out = []
@@ -497,15 +542,17 @@ def write_markdown(path, table, budgets, labels, summary, summary_low, random_ra
                     continue
                 pm, pl = max(cand)
                 pn, pse = table[name][pl][b][3], table[name][pl][b][4]
+                base = pl.removesuffix(RESTARTS)
+                pl = short.get(base, base) + ("+r" if base != pl else "")
                 if m >= pm:
                     wins += 1
-                    cells_md.append("**%.3f** / %.3f %s n%d" % (m, pm, short.get(pl, pl), pn))
+                    cells_md.append("**%.3f** / %.3f %s n%d" % (m, pm, pl, pn))
                 elif pse > 0:
                     k = (pm - m) / pse
                     near += k <= 2
-                    cells_md.append("%.3f / %.3f %s n%d (%.1f)" % (m, pm, short.get(pl, pl), pn, k))
+                    cells_md.append("%.3f / %.3f %s n%d (%.1f)" % (m, pm, pl, pn, k))
                 else:  # every run of the best peer ended at the same config (the optimum, as a rule)
-                    cells_md.append("%.4f / %.4f %s n%d (every run)" % (m, pm, short.get(pl, pl), pn))
+                    cells_md.append("%.4f / %.4f %s n%d (every run)" % (m, pm, pl, pn))
             out.append("| %s | %s |" % (name, " | ".join(cells_md)))
         out.append("\n`auto` at or above the best peer in %d of %d cells, within 2 standard errors of it in %d more; "
                    "at or above E[random] in %d of %d.\n" % (wins, cells, near, above_random, cells))
@@ -530,6 +577,22 @@ def write_markdown(path, table, budgets, labels, summary, summary_low, random_ra
             fmt = lambda x: "-" if math.isnan(x) else "%.3f" % x
             out.append("| %s | %s | %s | %s |" % (label.replace("blocktune_", "**") + ("**" if label.startswith("blocktune_") else ""),
                                                  " | ".join(cells), fmt(s), fmt(sl)))
+    if short_runs:
+        out.append("\n#### Peers that measured fewer configs than the budget\n")
+        out.append("Mean distinct configs measured per run, lowest and highest over the landscapes (a budget "
+                   "is left out where every run measured it in full); the best at a budget is the best of "
+                   "what was measured.\n")
+        out.append("| peer | " + " | ".join("%d" % b for b in budgets) + " |")
+        out.append("|---" * (len(budgets) + 1) + "|")
+        for label in peers:
+            per_b = {}
+            for name in short_runs:
+                for b, m in short_runs[name].get(label, {}).items():
+                    per_b.setdefault(b, []).append(m)
+            if per_b:
+                out.append("| %s | %s |" % (label, " | ".join(
+                    "%.0f-%.0f (%d land.)" % (min(per_b[b]), max(per_b[b]), len(per_b[b])) if b in per_b else "-"
+                    for b in budgets)))
     out.append("\n#### Methodology score, mean over the landscapes\n")
     out.append("| strategy | all budgets | budgets <= 200 |")
     out.append("|---|---|---|")
