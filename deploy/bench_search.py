@@ -434,6 +434,10 @@ def main():
 
 
 def report(a, paths, budgets, peers, ours):
+    # A NAME+restarts peer after NAME: its cells are reported only where NAME's runs stopped
+    # before the budget (elsewhere the two are the same runs, and a second, smaller sample of
+    # them would only add noise to the best-peer maximum).
+    peers = sorted(peers, key=lambda p: p.endswith(RESTARTS))
     labels = ["blocktune_" + s for s in ours] + (["blocktune_auto+prior"] if a.prior else []) + peers
     plots = a.plots or os.path.join(a.out, "img")
     os.makedirs(plots, exist_ok=True)
@@ -466,7 +470,8 @@ def report(a, paths, budgets, peers, ours):
             low = []  # at budgets <= 200, the range every peer ran
             curve = []
             for b in budgets:
-                if b not in runs:
+                restarted = label.endswith(RESTARTS)
+                if b not in runs or (restarted and b not in short_runs.get(name, {}).get(label[:-len(RESTARTS)], {})):
                     cells.append("%22s" % "-")
                     continue
                 if label.startswith("blocktune_"):
