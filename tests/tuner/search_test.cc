@@ -340,6 +340,39 @@ TEST(Search, AutoGeneticPhaseBreedsChildrenOutsideTheFailingRegion) {
   EXPECT_LT(automatic.failed, 0.75 * random.failed);
 }
 
+// From the 400th evaluation on, the Gaussian process takes every fifth ask (auto.cc,
+// LateModelAsk), fitted to 100 of the measured configs: the run stays deterministic, asks no
+// config twice, and those asks, weighted by P(pass) like the model phase's, keep the run's
+// failures under the eighth of its evaluations random search would fail.
+TEST(Search, AutoLaterModelAsksKeepTheInvariants) {
+  const SearchSpace space = WideSpace();
+  std::vector<std::vector<size_t>> runs;
+  for (uint64_t seed : {5u, 5u}) {
+    auto search = MakeSearch(Strategy::kAuto, space, WideDefault(space), seed, 600);
+    std::vector<size_t> asked;
+    std::set<size_t> unique;
+    int failed = 0;
+    for (int e = 0; e < 600; ++e) {
+      const auto next = search->Ask();
+      ASSERT_TRUE(next);
+      ASSERT_TRUE(unique.insert(*next).second) << "asked twice";
+      asked.push_back(*next);
+      const Observation o = WideAnswer(space, *next);
+      failed += o.ok ? 0 : 1;
+      search->Tell(*next, o);
+    }
+    const std::string why = search->Explain();
+    const size_t at = why.find(" later model asks");
+    ASSERT_NE(at, std::string::npos) << why;
+    const size_t from = why.rfind(' ', at - 1) + 1;
+    EXPECT_EQ(std::stoi(why.substr(from, at - from)), 40) << why;  // every fifth of the last 200
+    std::printf("wide space, 600 evaluations: %d failed (random search: 75)\n", failed);
+    EXPECT_LT(failed, 600 / 8);  // 54 here
+    runs.push_back(asked);
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+}
+
 // The model phase (a Gaussian process with a feasibility model, auto.cc) on the wide space at 40
 // evaluations (24 of them in the phase, after the default and 4 random configs): closer to the
 // optimum than random search on average over 20 seeds, with under 0.6x its failures. Failures
