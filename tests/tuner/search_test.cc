@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <sstream>
@@ -316,24 +317,47 @@ TEST(Search, AutoAndAnnealLeaveTheDefaultsBasinAndBeatRandomSearch) {
   EXPECT_GT(RunWide(Strategy::kAuto, 200).ratio, 0.97);
 }
 
+// One seeded run of auto on the wide space to `budget` evaluations, answered by `answer`: every
+// ask in order (none twice), how many failed, and the decision record.
+struct WideAutoRun {
+  std::vector<size_t> asked;
+  int failed = 0;
+  std::string why;
+};
+void RunAutoOnWide(uint64_t seed, int budget, const std::function<Observation(const SearchSpace&, size_t)>& answer,
+                   WideAutoRun& run) {
+  const SearchSpace space = WideSpace();
+  auto search = MakeSearch(Strategy::kAuto, space, WideDefault(space), seed, budget);
+  std::set<size_t> unique;
+  for (int e = 0; e < budget; ++e) {
+    const auto next = search->Ask();
+    ASSERT_TRUE(next);
+    ASSERT_TRUE(unique.insert(*next).second) << "asked twice";
+    run.asked.push_back(*next);
+    const Observation o = answer(space, *next);
+    run.failed += o.ok ? 0 : 1;
+    search->Tell(*next, o);
+  }
+  run.why = search->Explain();
+}
+
+// The count a decision record gives before `phrase` ("12 later model asks" -> 12), -1 if absent.
+int CountBefore(const std::string& why, const std::string& phrase) {
+  const size_t at = why.find(phrase);
+  if (at == std::string::npos || at == 0) return -1;
+  const size_t from = why.rfind(' ', at - 1) + 1;
+  return std::stoi(why.substr(from, at - from));
+}
+
 // At 200 evaluations the model phase takes 100 and the genetic local search the rest: two of
 // every three of those asks are children of the best configs (the third a neighbour of the best),
 // kept with the feasibility model's P(pass): over 20 seeds auto measures 16.4 failures in 200
 // evaluations (6.5 of them in the model's first 100) where random search measures 23.5. Children
 // kept by the skip rule alone measured 19.2 (auto.cc, GeneticAsk).
 TEST(Search, AutoGeneticPhaseBreedsChildrenOutsideTheFailingRegion) {
-  const SearchSpace space = WideSpace();
-  auto search = MakeSearch(Strategy::kAuto, space, WideDefault(space), 7, 200);
-  for (int e = 0; e < 200; ++e) {
-    const auto next = search->Ask();
-    ASSERT_TRUE(next);
-    search->Tell(*next, WideAnswer(space, *next));
-  }
-  const std::string why = search->Explain();
-  const size_t at = why.find(" children of the best configs");
-  ASSERT_NE(at, std::string::npos) << why;
-  const size_t from = why.rfind(' ', at - 1) + 1;
-  EXPECT_GE(std::stoi(why.substr(from, at - from)), 50) << why;
+  WideAutoRun run;
+  ASSERT_NO_FATAL_FAILURE(RunAutoOnWide(7, 200, WideAnswer, run));
+  EXPECT_GE(CountBefore(run.why, " children of the best configs"), 50) << run.why;
   const WideRun random = RunWide(Strategy::kRandom, 200);
   const WideRun automatic = RunWide(Strategy::kAuto, 200);
   std::printf("failures in 200 evaluations: random %.2f, auto %.2f\n", random.failed, automatic.failed);
@@ -345,32 +369,14 @@ TEST(Search, AutoGeneticPhaseBreedsChildrenOutsideTheFailingRegion) {
 // config twice, and those asks, weighted by P(pass) like the model phase's, keep the run's
 // failures under the eighth of its evaluations random search would fail.
 TEST(Search, AutoLaterModelAsksKeepTheInvariants) {
-  const SearchSpace space = WideSpace();
-  std::vector<std::vector<size_t>> runs;
-  for (uint64_t seed : {5u, 5u}) {
-    auto search = MakeSearch(Strategy::kAuto, space, WideDefault(space), seed, 600);
-    std::vector<size_t> asked;
-    std::set<size_t> unique;
-    int failed = 0;
-    for (int e = 0; e < 600; ++e) {
-      const auto next = search->Ask();
-      ASSERT_TRUE(next);
-      ASSERT_TRUE(unique.insert(*next).second) << "asked twice";
-      asked.push_back(*next);
-      const Observation o = WideAnswer(space, *next);
-      failed += o.ok ? 0 : 1;
-      search->Tell(*next, o);
-    }
-    const std::string why = search->Explain();
-    const size_t at = why.find(" later model asks");
-    ASSERT_NE(at, std::string::npos) << why;
-    const size_t from = why.rfind(' ', at - 1) + 1;
-    EXPECT_EQ(std::stoi(why.substr(from, at - from)), 40) << why;  // every fifth of the last 200
-    std::printf("wide space, 600 evaluations: %d failed (random search: 75)\n", failed);
-    EXPECT_LT(failed, 600 / 8);  // 54 here
-    runs.push_back(asked);
+  WideAutoRun runs[2];
+  for (WideAutoRun& run : runs) {
+    ASSERT_NO_FATAL_FAILURE(RunAutoOnWide(5, 600, WideAnswer, run));
+    EXPECT_EQ(CountBefore(run.why, " later model asks"), 40) << run.why;  // every fifth of the last 200
+    std::printf("wide space, 600 evaluations: %d failed (random search: 75)\n", run.failed);
+    EXPECT_LT(run.failed, 600 / 8);  // 54 here
   }
-  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0].asked, runs[1].asked);
 }
 
 // The model phase (a Gaussian process with a feasibility model, auto.cc) on the wide space at 40
@@ -390,26 +396,15 @@ TEST(Search, AutoModelPhaseBeatsRandomSearchAndAvoidsTheFailingRegion) {
 // give the same order, and no config is asked twice, with half the configs failing (every odd
 // p0 level), which the Gaussian process never sees (they go to the feasibility model).
 TEST(Search, AutoModelPhaseIsDeterministicWithManyFailures) {
-  const SearchSpace space = WideSpace();
-  std::vector<std::vector<size_t>> runs;
-  for (uint64_t seed : {5u, 5u}) {
-    auto search = MakeSearch(Strategy::kAuto, space, WideDefault(space), seed, 60);
-    std::vector<size_t> asked;
-    std::set<size_t> unique;
-    int failed = 0;
-    for (int e = 0; e < 60; ++e) {
-      auto next = search->Ask();
-      ASSERT_TRUE(next);
-      ASSERT_TRUE(unique.insert(*next).second) << "asked twice";
-      asked.push_back(*next);
-      const bool fails = space.coords(*next)[0] % 2 == 1;
-      failed += fails;
-      search->Tell(*next, fails ? Observation{false, 0} : WideAnswer(space, *next));
-    }
-    EXPECT_LT(failed, 30) << "half the space fails; the feasibility model should steer away";
-    runs.push_back(asked);
+  const auto odd_p0_fails = [](const SearchSpace& space, size_t i) {
+    return space.coords(i)[0] % 2 == 1 ? Observation{false, 0} : WideAnswer(space, i);
+  };
+  WideAutoRun runs[2];
+  for (WideAutoRun& run : runs) {
+    ASSERT_NO_FATAL_FAILURE(RunAutoOnWide(5, 60, odd_p0_fails, run));
+    EXPECT_LT(run.failed, 30) << "half the space fails; the feasibility model should steer away";
   }
-  EXPECT_EQ(runs[0], runs[1]);
+  EXPECT_EQ(runs[0].asked, runs[1].asked);
 }
 
 TEST(Search, AutoPicksBySpaceBudgetAndPrior) {
