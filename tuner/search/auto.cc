@@ -832,7 +832,8 @@ class LocalSearch final : public SearchStrategy {
   // 0.955 -> 0.945, dedispersion_A100 at 400 0.99928 -> 0.99872, each below the best peer;
   // the same outside walk episodes 0.949 on W6600; only after 40 evaluations without
   // improvement (every third ask) 46 of 50 on dedispersion_W6600 at 400, no gain; 2,000 drawn
-  // candidates instead of every config 48 and 49 of 50. From the 400th evaluation on (kept),
+  // candidates instead of every config 48 and 49 of 50; from the 300th or 200th evaluation on,
+  // 46 and 47 of 50 at 400. From the 400th evaluation on (kept),
   // dedispersion_W6600 at 800 finds it in 50 of 50 and nothing at 400 and below changes;
   // over the twelve landscapes at 800 the mean best/optimum is 0.99975 -> 0.99952
   // (convolution_W6600 0.9986 -> 0.9946, one seed of 50 left on its 0.83 plateau; dedispersion
