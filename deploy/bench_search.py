@@ -216,7 +216,7 @@ def run_peer(doc, plain, strategy, budget, seed):
     Optuna run there also ends after RESTART_STALL proposals in a row brought nothing new (a
     converged CMA-ES otherwise spends the 10 x budget proposals repeating itself, 17 minutes
     for one run at 800)."""
-    base = strategy[:-len(RESTARTS)] if strategy.endswith(RESTARTS) else strategy
+    base = strategy.removesuffix(RESTARTS)
     runs = MAX_RESTARTS if base != strategy else 1
     times, seen = [], set()
     for k in range(runs):
@@ -472,7 +472,7 @@ def report(a, paths, budgets, peers, ours):
             curve = []
             for b in budgets:
                 restarted = label.endswith(RESTARTS)
-                plain_measured = short_runs.get(name, {}).get(label[:-len(RESTARTS)], {}).get(b, b) if restarted else b
+                plain_measured = short_runs.get(name, {}).get(label.removesuffix(RESTARTS), {}).get(b, b) if restarted else b
                 if b not in runs or (restarted and plain_measured >= 0.9 * b):
                     cells.append("%22s" % "-")
                     continue
