@@ -383,7 +383,6 @@ class LocalSearch final : public SearchStrategy {
     return ModelAsk(pts);
   }
 
-  std::optional<size_t> ModelAsk() { return ModelAsk(told_); }
   // An ask of the Gaussian process fitted to the measured configs `pts`.
   std::optional<size_t> ModelAsk(const std::vector<size_t>& pts) {
     // Failed configs enter the fit one standard deviation slower than the slowest passing time
@@ -532,7 +531,7 @@ class LocalSearch final : public SearchStrategy {
       return RandomFeasible();
     }
     if (!prior_active_ && asked_count_ < model_until_ && ok_.size() >= 3) {
-      if (auto m = ModelAsk()) return m;
+      if (auto m = ModelAsk(told_)) return m;
     }
     if (!prior_active_ && asked_count_ >= kLateModelFrom && ok_.size() >= 3 && ++late_turn_ % kLateModelEvery == 0) {
       if (auto m = LateModelAsk()) {
