@@ -364,6 +364,81 @@ TEST(Search, AutoGeneticPhaseBreedsChildrenOutsideTheFailingRegion) {
   EXPECT_LT(automatic.failed, 0.75 * random.failed);
 }
 
+// A space with a block restriction as GPU kernels have (bx x by <= 1,024; 1,984 configs of 6
+// parameters) whose optimum is its corner: bx = 32, the one block that wide that fits (by = 32),
+// as dedispersion_W6600's is; a basin of narrower blocks reaches 0.96 of it and bx = 16 is slow.
+SearchSpace BlockSpace() {
+  const std::vector<int64_t> bxs = {1, 2, 4, 8, 16, 32};
+  const std::vector<int64_t> bys = {32, 64, 96, 128, 160, 192, 224, 256};
+  std::vector<ParamSpec> params = {{"bx", bxs, ""}, {"by", bys, ""}, {"t1", {1, 2, 3, 4}, ""},
+                                   {"t2", {1, 2, 3, 4}, ""}, {"u", {0, 1}, ""}, {"v", {0, 1}, ""}};
+  std::vector<Config> valid;
+  for (int64_t bx : bxs) {
+    for (int64_t by : bys) {
+      if (bx * by > 1024) continue;
+      for (int64_t t1 = 1; t1 <= 4; ++t1) {
+        for (int64_t t2 = 1; t2 <= 4; ++t2) {
+          for (int64_t u = 0; u <= 1; ++u) {
+            for (int64_t v = 0; v <= 1; ++v) {
+              valid.push_back(NamedInts({{"bx", bx}, {"by", by}, {"t1", t1}, {"t2", t2}, {"u", u}, {"v", v}}));
+            }
+          }
+        }
+      }
+    }
+  }
+  return SearchSpace(params, valid);
+}
+
+Observation BlockAnswer(const SearchSpace& space, size_t i) {
+  const std::vector<int>& c = space.coords(i);
+  const double tiles = 1.0 / (1 + 0.15 * (c[2] + c[3]) + 0.05 * (c[4] + c[5]));  // best at t1 = t2 = 1, u = v = 0
+  double speed = tiles;                                                          // bx = 32: the corner
+  if (c[0] == 4) {
+    speed = 0.3 * tiles;  // bx = 16
+  } else if (c[0] < 4) {
+    speed = 0.96 * tiles * std::exp(-std::pow(c[0] - 2, 2) / 4.0 - std::pow(c[1] - 2, 2) / 8.0);
+  }
+  return Observation{true, 1e6 / speed};
+}
+
+// A mutated child outside the space is moved to the nearest valid config that keeps the mutated
+// parameters (auto.cc, Repair): on the block space a mutation that widens bx past what the
+// parent's by allows is repaired (by moved down to fit) instead of lost. The repaired children
+// are valid configs, never asked twice, the same for the same seed, and the corner optimum is
+// found in every seed by 300 evaluations. (On this small space the model phase finds the corner
+// itself; the repair's effect on reaching it is measured on dedispersion_W6600, docs/search.md.)
+TEST(Search, AutoRepairsMutatedChildrenAlongARestriction) {
+  const SearchSpace space = BlockSpace();
+  ASSERT_EQ(space.size(), 31u * 64u);
+  const auto corner = space.Find(std::vector<int>{5, 0, 0, 0, 0, 0});
+  ASSERT_TRUE(corner);
+  int found = 0;
+  int64_t repaired = 0;
+  std::vector<std::vector<size_t>> asked;
+  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 1u}) {
+    auto search = MakeSearch(Strategy::kAuto, space, space.Find(std::vector<int>{0, 0, 0, 0, 0, 0}), seed, 300);
+    std::set<size_t> unique;
+    asked.emplace_back();
+    for (int e = 0; e < 300; ++e) {
+      const auto next = search->Ask();
+      ASSERT_TRUE(next);
+      ASSERT_LT(*next, space.size());
+      ASSERT_TRUE(unique.insert(*next).second) << "asked twice";
+      asked.back().push_back(*next);
+      search->Tell(*next, BlockAnswer(space, *next));
+    }
+    found += unique.contains(*corner) ? 1 : 0;
+    repaired += CountBefore(search->Explain(), " of them repaired into the space");
+  }
+  std::printf("block space, 300 evaluations: corner found in %d of 9 runs, %lld children repaired\n", found,
+              static_cast<long long>(repaired));
+  EXPECT_GT(repaired, 9 * 10);  // ~35 a run here
+  EXPECT_EQ(found, 9);
+  EXPECT_EQ(asked.front(), asked.back());
+  EXPECT_NE(asked[0], asked[1]);
+}
+
 // From the 400th evaluation on, the Gaussian process takes every fifth ask (auto.cc,
 // LateModelAsk), fitted to 100 of the measured configs: the run stays deterministic, asks no
 // config twice, and those asks, weighted by P(pass) like the model phase's, keep the run's
