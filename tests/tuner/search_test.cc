@@ -370,7 +370,7 @@ TEST(Search, AutoGeneticPhaseBreedsChildrenOutsideTheFailingRegion) {
 SearchSpace BlockSpace() {
   const std::vector<int64_t> bxs = {1, 2, 4, 8, 16, 32};
   const std::vector<int64_t> bys = {32, 64, 96, 128, 160, 192, 224, 256};
-  std::vector<ParamSpec> params = {{"bx", bxs, ""}, {"by", bys, ""}, {"t1", {1, 2, 3, 4}, ""},
+  std::vector<ParamSpec> params = {{"bx", bxs, ""},          {"by", bys, ""},   {"t1", {1, 2, 3, 4}, ""},
                                    {"t2", {1, 2, 3, 4}, ""}, {"u", {0, 1}, ""}, {"v", {0, 1}, ""}};
   std::vector<Config> valid;
   for (int64_t bx : bxs) {

@@ -25,10 +25,10 @@ AutoPlan ChooseAutoPlan(const SearchSpace& space, int64_t budget, const SearchPr
 
 // A random start, Gaussian-process Bayesian optimisation with a feasibility model for up to 60%
 // of the budget (80% below 100 evaluations; at most 100 evaluations), then (at 100 evaluations and more) a genetic
-// local search (children of the best configs, a mutated child outside the space's restrictions moved to the nearest valid config; steps to the best's neighbours, episodes of iterated local search when
-// the best stalls; the iterated local search alone below 100), with every fifth ask from the 400th evaluation on the
-// Gaussian process's again; with a non-empty prior, prior-ranked picks interleaved with local steps instead. See
-// auto.cc.
+// local search (children of the best configs, a mutated child outside the space's restrictions moved to the nearest
+// valid config; steps to the best's neighbours, episodes of iterated local search when the best stalls; the iterated
+// local search alone below 100), with every fifth ask from the 400th evaluation on the Gaussian process's again; with a
+// non-empty prior, prior-ranked picks interleaved with local steps instead. See auto.cc.
 std::unique_ptr<SearchStrategy> MakeLocalSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed,
                                                 int64_t budget, const SearchPrior& prior);
 
