@@ -4,11 +4,13 @@
 // sweeps of matmul and flash_attention.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -317,21 +319,23 @@ TEST(Search, AutoAndAnnealLeaveTheDefaultsBasinAndBeatRandomSearch) {
   EXPECT_GT(RunWide(Strategy::kAuto, 200).ratio, 0.97);
 }
 
-// One seeded run of auto on the wide space to `budget` evaluations, answered by `answer`: every
-// ask in order (none twice), how many failed, and the decision record.
-struct WideAutoRun {
+// One seeded run of auto on `space` from `start` to `budget` evaluations, answered by `answer`:
+// every ask in order (each inside the space, none twice), how many failed, and the decision
+// record.
+struct AutoRun {
   std::vector<size_t> asked;
   int failed = 0;
   std::string why;
 };
-void RunAutoOnWide(uint64_t seed, int budget, const std::function<Observation(const SearchSpace&, size_t)>& answer,
-                   WideAutoRun& run) {
-  const SearchSpace space = WideSpace();
-  auto search = MakeSearch(Strategy::kAuto, space, WideDefault(space), seed, budget);
+using Answer = std::function<Observation(const SearchSpace&, size_t)>;
+void RunAuto(const SearchSpace& space, std::optional<size_t> start, uint64_t seed, int budget, const Answer& answer,
+             AutoRun& run) {
+  auto search = MakeSearch(Strategy::kAuto, space, start, seed, budget);
   std::set<size_t> unique;
   for (int e = 0; e < budget; ++e) {
     const auto next = search->Ask();
     ASSERT_TRUE(next);
+    ASSERT_LT(*next, space.size());
     ASSERT_TRUE(unique.insert(*next).second) << "asked twice";
     run.asked.push_back(*next);
     const Observation o = answer(space, *next);
@@ -339,6 +343,10 @@ void RunAutoOnWide(uint64_t seed, int budget, const std::function<Observation(co
     search->Tell(*next, o);
   }
   run.why = search->Explain();
+}
+void RunAutoOnWide(uint64_t seed, int budget, const Answer& answer, AutoRun& run) {
+  const SearchSpace space = WideSpace();
+  RunAuto(space, WideDefault(space), seed, budget, answer, run);
 }
 
 // The count a decision record gives before `phrase` ("12 later model asks" -> 12), -1 if absent.
@@ -355,7 +363,7 @@ int CountBefore(const std::string& why, const std::string& phrase) {
 // evaluations (16.1 before the model's additive kernel) where random search measures 23.5.
 // Children kept by the skip rule alone measured 19.2 (auto.cc, GeneticAsk).
 TEST(Search, AutoGeneticPhaseBreedsChildrenOutsideTheFailingRegion) {
-  WideAutoRun run;
+  AutoRun run;
   ASSERT_NO_FATAL_FAILURE(RunAutoOnWide(7, 200, WideAnswer, run));
   EXPECT_GE(CountBefore(run.why, " children of the best configs"), 50) << run.why;
   const WideRun random = RunWide(Strategy::kRandom, 200);
@@ -417,19 +425,12 @@ TEST(Search, AutoRepairsMutatedChildrenAlongARestriction) {
   int64_t repaired = 0;
   std::vector<std::vector<size_t>> asked;
   for (uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 1u}) {
-    auto search = MakeSearch(Strategy::kAuto, space, space.Find(std::vector<int>{0, 0, 0, 0, 0, 0}), seed, 300);
-    std::set<size_t> unique;
-    asked.emplace_back();
-    for (int e = 0; e < 300; ++e) {
-      const auto next = search->Ask();
-      ASSERT_TRUE(next);
-      ASSERT_LT(*next, space.size());
-      ASSERT_TRUE(unique.insert(*next).second) << "asked twice";
-      asked.back().push_back(*next);
-      search->Tell(*next, BlockAnswer(space, *next));
-    }
-    found += unique.contains(*corner) ? 1 : 0;
-    repaired += CountBefore(search->Explain(), " of them repaired into the space");
+    AutoRun run;
+    ASSERT_NO_FATAL_FAILURE(
+        RunAuto(space, space.Find(std::vector<int>{0, 0, 0, 0, 0, 0}), seed, 300, BlockAnswer, run));
+    found += std::ranges::count(run.asked, *corner) > 0 ? 1 : 0;
+    repaired += CountBefore(run.why, " of them repaired into the space");
+    asked.push_back(run.asked);
   }
   std::printf("block space, 300 evaluations: corner found in %d of 9 runs, %lld children repaired\n", found,
               static_cast<long long>(repaired));
@@ -490,21 +491,15 @@ TEST(Search, AutoModelTakesTheAdditiveKernelWhereTheLandscapeIsASum) {
   int found = 0;
   std::vector<std::vector<size_t>> asked;
   for (uint64_t seed : {1u, 2u, 3u, 4u, 5u, 1u}) {
-    auto search = MakeSearch(Strategy::kAuto, space, space.Find(std::vector<int>{0, 0, 0, 0, 0, 0}), seed, 200);
-    std::set<size_t> unique;
-    asked.emplace_back();
-    for (int e = 0; e < 200; ++e) {
-      const auto next = search->Ask();
-      ASSERT_TRUE(next);
-      ASSERT_TRUE(unique.insert(*next).second) << "asked twice";
-      asked.back().push_back(*next);
-      search->Tell(*next, AdditiveAnswer(space, *next));
-    }
-    const int64_t n = CountBefore(search->Explain(), " model asks with an additive kernel");
-    ASSERT_GE(n, 0) << search->Explain();
+    AutoRun run;
+    ASSERT_NO_FATAL_FAILURE(
+        RunAuto(space, space.Find(std::vector<int>{0, 0, 0, 0, 0, 0}), seed, 200, AdditiveAnswer, run));
+    const int64_t n = CountBefore(run.why, " model asks with an additive kernel");
+    ASSERT_GE(n, 0) << run.why;
+    asked.push_back(run.asked);
     if (asked.size() <= 5) {
       additive += n;
-      found += unique.contains(*optimum) ? 1 : 0;
+      found += std::ranges::count(run.asked, *optimum) > 0 ? 1 : 0;
     }
   }
   EXPECT_EQ(asked.front(), asked.back());
@@ -520,8 +515,8 @@ TEST(Search, AutoModelTakesTheAdditiveKernelWhereTheLandscapeIsASum) {
 // config twice, and those asks, weighted by P(pass) like the model phase's, keep the run's
 // failures under the eighth of its evaluations random search would fail.
 TEST(Search, AutoLaterModelAsksKeepTheInvariants) {
-  WideAutoRun runs[2];
-  for (WideAutoRun& run : runs) {
+  AutoRun runs[2];
+  for (AutoRun& run : runs) {
     ASSERT_NO_FATAL_FAILURE(RunAutoOnWide(5, 600, WideAnswer, run));
     EXPECT_EQ(CountBefore(run.why, " later model asks"), 40) << run.why;  // every fifth of the last 200
     std::printf("wide space, 600 evaluations: %d failed (random search: 75)\n", run.failed);
@@ -550,8 +545,8 @@ TEST(Search, AutoModelPhaseIsDeterministicWithManyFailures) {
   const auto odd_p0_fails = [](const SearchSpace& space, size_t i) {
     return space.coords(i)[0] % 2 == 1 ? Observation{false, 0} : WideAnswer(space, i);
   };
-  WideAutoRun runs[2];
-  for (WideAutoRun& run : runs) {
+  AutoRun runs[2];
+  for (AutoRun& run : runs) {
     ASSERT_NO_FATAL_FAILURE(RunAutoOnWide(5, 60, odd_p0_fails, run));
     EXPECT_LT(run.failed, 30) << "half the space fails; the feasibility model should steer away";
   }
