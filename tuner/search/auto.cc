@@ -311,9 +311,11 @@ class LocalSearch final : public SearchStrategy {
   // first and `auto` found the tile and flags first and rarely measured that block, it took
   // `auto` from 0.920 to 0.934 (seeds 51-150; the genetic algorithm 0.938), convolution_MI250X
   // at 100 from 0.855 to 0.889, and the score over the 48 cells at 100-800 from 0.855 to 0.864
-  // (50 seeds; docs/search.md, "This round (stop 34)"). Below 100 evaluations it is off: 0.518
-  // against 0.543 over the 24 cells at 25 and 50, where 3-80 points fit it poorly. A parameter whose lengthscale is
-  // fitted irrelevant adds a constant to the additive part, as a one-parameter kernel with an infinite lengthscale is.
+  // (50 seeds; docs/search.md, "This round (stop 34)"); it cost convolution_W6600 at 200,
+  // 0.910 -> 0.891 (seeds 1-150). Below 100 evaluations it is off: 0.518 against 0.543 over the
+  // 24 cells at 25 and 50, where 3-80 points fit it poorly. A parameter whose lengthscale is
+  // fitted irrelevant adds a constant to the additive part, as a one-parameter kernel with an
+  // infinite lengthscale does.
   static double Matern52(double r2) {
     const double r = std::sqrt(5.0 * r2);
     return (1.0 + r + r * r / 3.0) * std::exp(-r);
