@@ -10,6 +10,13 @@ WrongResult: wrong_result); then one more call is timed to pick the iterations p
 so that each of the `repetitions` timed repetitions lasts at least `min_time_ms`, and the answer
 is the mean time per call of each repetition. Inputs and the reference's output are made once
 per (dtype, shape) and kept for the next configs of the same problem (one problem at a time).
+
+Before its first answer the runner announces the device it measures on, one line on fd 3:
+{"device": {...}} (blocktune.device.DeviceIdentity), so blocktune files the measurements under
+that device's key (gpu.nvidia.sm90.h200) rather than the host CPU's. The device is
+blocktune.device_identity() (the one JAX, PyTorch or CuPy runs on) unless `device=` says
+otherwise; a CPU is not announced unless given explicitly, since announcing nothing means the
+host CPU too.
 """
 
 from __future__ import annotations
@@ -24,7 +31,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import IO, Any
 
+from .device import DeviceIdentity
+
 Answer = dict[str, Any]
+Device = DeviceIdentity | Mapping[str, Any] | bool | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +125,7 @@ class Runner:
 
     def __init__(self, build: Build, make_inputs: MakeInputs, reference: Reference, *,
                  check: Check | None = None, block: Callable[[Any], Any] | None = None,
-                 clock: Callable[[], float] = time.perf_counter) -> None:
+                 clock: Callable[[], float] = time.perf_counter, device: Device = None) -> None:
         self.build = build
         self.make_inputs = make_inputs
         self.reference = reference
@@ -127,6 +137,31 @@ class Runner:
         self._problem: tuple[Any, ...] | None = None
         self._inputs: tuple[Any, ...] | None = None
         self._expected: Any = None
+        # device: None asks blocktune.device_identity() at the first answer (the framework has
+        # found its device by then) and announces it unless it is the CPU; an identity (or its
+        # JSON) is announced as given, validated now; False announces nothing.
+        self._device: DeviceIdentity | None = None
+        self._announce = device is not False
+        if isinstance(device, DeviceIdentity):
+            self._device = DeviceIdentity.from_json(device.to_json())
+        elif isinstance(device, Mapping):
+            self._device = DeviceIdentity.from_json(device)
+        elif device not in (None, True, False):
+            raise TypeError(f"device must be a DeviceIdentity, its JSON, None or False, not {type(device).__name__}")
+        self._explicit = self._device is not None
+
+    def device_line(self) -> str | None:
+        """The {"device": ...} line to write before the first answer, or None (a CPU found by
+        detection, or device=False). Detection errors propagate."""
+        if not self._announce:
+            return None
+        if self._device is None:
+            from ._probe import device_identity
+
+            self._device = device_identity()
+        if self._device.kind == "cpu" and not self._explicit:
+            return None
+        return json.dumps({"device": self._device.to_json()})
 
     def _prepare(self, req: Request) -> None:
         key = (req.dtype, tuple(sorted(req.shape.items())))
@@ -197,6 +232,7 @@ class Runner:
                 answers = os.fdopen(3, "w", buffering=1)
             except OSError:
                 answers = sys.stdout
+        announced = False
         for line in requests:
             if not line.strip():
                 continue
@@ -206,12 +242,22 @@ class Runner:
             except Exception as e:  # noqa: BLE001 - a runner bug must still answer
                 traceback.print_exc()
                 answer = {"outcome": "runtime_failed", "message": _message(e)}
+            if not announced:
+                try:
+                    device = self.device_line()
+                except Exception as e:  # noqa: BLE001 - no line would file a GPU's times under the CPU
+                    traceback.print_exc()
+                    answer = {"outcome": "runtime_failed", "message": "device identity: " + _message(e)}
+                else:
+                    announced = True
+                    if device is not None:
+                        answers.write(device + "\n")
             answers.write(json.dumps(answer) + "\n")
             answers.flush()
 
 
 def serve(build: Build, make_inputs: MakeInputs, reference: Reference, *, check: Check | None = None,
-          block: Callable[[Any], Any] | None = None) -> None:
-    """Runner(build, make_inputs, reference, check=..., block=...).serve(): the whole runner
-    program in one call (see the module docstring)."""
-    Runner(build, make_inputs, reference, check=check, block=block).serve()
+          block: Callable[[Any], Any] | None = None, device: Device = None) -> None:
+    """Runner(build, make_inputs, reference, check=..., block=..., device=...).serve(): the whole
+    runner program in one call (see the module docstring)."""
+    Runner(build, make_inputs, reference, check=check, block=block, device=device).serve()
