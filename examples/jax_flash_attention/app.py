@@ -8,8 +8,9 @@ static block sizes of the jit-compiled kernel.
   python3 app.py [--tables DIR] [--hardware KEY] [--seq N] [--heads H] [--head-dim D]
 
 DIR holds the generated module (default: this folder, which has the table generated from the
-sweep in docs/python.md); KEY defaults to BLOCKTUNE_HARDWARE, else the running daemon's host key. Prints one JSON line: the config, where it came from and the max error against the
-reference.
+sweep in docs/python.md); KEY defaults to blocktune.device_key() (BLOCKTUNE_HARDWARE if set, else
+the device JAX runs on). Prints one JSON line: the config, where it came from and the max error
+against the reference.
 """
 from __future__ import annotations
 
@@ -44,14 +45,11 @@ def attention(q, k, v, *, tuned, hardware_key: str):
 
 
 def host_key() -> str:
-    """This machine's hardware key: BLOCKTUNE_HARDWARE, else the daemon's (BLOCKTUNE_SERVER,
-    default http://127.0.0.1:8787), which detects the CPU as the C++ header's LookupForHost does."""
-    key = os.environ.get("BLOCKTUNE_HARDWARE")
-    if key:
-        return key
-    from blocktune import Client
+    """This process's hardware key: blocktune.device_key(), which is BLOCKTUNE_HARDWARE if set,
+    else the device JAX runs on (this host's CPU here, its key computed as the C++ does)."""
+    from blocktune import device_key
 
-    return str(Client().host_hardware(threads=1)["key"])
+    return device_key()
 
 
 def main() -> None:

@@ -1,7 +1,8 @@
 """Lookups in blocktune's generated tables without a daemon: the Python modules
 (tables/python/<kernel>_tuned_block_sizes.py) or the JSON files (tables/json/), answered with the
 precedence of the C++ header (tuned -> tuned_fallback -> default, never another ISA level or
-vendor). The precedence is not written here: a Python table answers through its own generated
+vendor). Lookups default to this process's device key (blocktune.device_key()). The
+precedence is not written here: a Python table answers through its own generated
 infer_block_sizes, a JSON table through blocktune._resolve, which is the generator's
 blocktune_resolve.py itself (a link to tables/python/blocktune_resolve.py in the source tree).
 """
@@ -19,6 +20,7 @@ from types import ModuleType
 from typing import Any
 
 from . import _resolve
+from ._probe import device_key
 
 Config = dict[str, int]
 
@@ -36,7 +38,9 @@ class Resolution:
 
 class Table:
     """One kernel's table. lookup(hardware_key, dtype, **dims) answers like the C++ header's
-    LookupBlockSizes; every dim of `bucket_dims` is required."""
+    LookupBlockSizes; every dim of `bucket_dims` is required. hardware_key None (the default)
+    is this process's device: blocktune.device_key() (the GPU or TPU JAX, PyTorch or CuPy runs
+    on, else this host's CPU at 1 thread; BLOCKTUNE_HARDWARE overrides it)."""
 
     def __init__(self, kernel: str, params: tuple[str, ...], default: Config,
                  bucket_dims: tuple[tuple[str, str, int, int], ...], bucket_version: int,
@@ -50,7 +54,9 @@ class Table:
         self.rows = rows  # (hardware, dtype, bucket) -> config
         self._infer = infer
 
-    def lookup(self, hardware_key: str, dtype: str = "f32", **dims: int) -> Resolution:
+    def lookup(self, hardware_key: str | None = None, dtype: str = "f32", **dims: int) -> Resolution:
+        if hardware_key is None:
+            hardware_key = device_key()
         missing = [d[0] for d in self.bucket_dims if d[0] not in dims]
         if missing:
             raise KeyError(f"{self.kernel}: missing dims {missing} (needs {[d[0] for d in self.bucket_dims]})")
