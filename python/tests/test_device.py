@@ -189,3 +189,20 @@ def test_no_framework_is_imported_to_find_the_cpu() -> None:
     if _probe.has_accelerator_files():
         return
     assert _run(code, BLOCKTUNE_DEVICE="jax").split() == [key, "True", "False"]
+
+
+def test_tables_look_up_this_devices_key_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from blocktune import tables
+
+    row = "x86_64.avx2.amd.fam25_mod1.t1"  # a checked-in matmul row (tables/)
+    monkeypatch.setenv("BLOCKTUNE_HARDWARE", row)
+    for path in ("json/matmul_tuned_block_sizes.json", "python/matmul_tuned_block_sizes.py"):
+        t = tables.load(SOURCE / "tables" / path)
+        r = t.lookup(dtype="f32", m=128, n=128, k=128)
+        assert (r.source, r.hardware) == ("tuned", row), path
+        assert r == t.lookup(row, "f32", m=128, n=128, k=128)
+    monkeypatch.setenv("BLOCKTUNE_HARDWARE", "gpu.nvidia.sm90.h200")  # no GPU row: the default, never a CPU's
+    _probe.reset()
+    r = tables.load(SOURCE / "tables" / "json" / "matmul_tuned_block_sizes.json").lookup(dtype="f32", m=128, n=128,
+                                                                                          k=128)
+    assert (r.source, r.hardware) == ("default", None)
