@@ -189,6 +189,12 @@ def test_no_framework_is_imported_to_find_the_cpu() -> None:
     if _probe.has_accelerator_files():
         return
     assert _run(code, BLOCKTUNE_DEVICE="jax").split() == [key, "True", "False"]
+    # With GPU device files (pretended here), auto imports an installed framework to ask it,
+    # but imported_only (what a runner uses) asks only those already imported.
+    pretend = ("import sys, blocktune; from blocktune import _probe; _probe.has_accelerator_files = lambda: True; "
+               "i = blocktune.device_identity(imported_only=True); print(i.kind, 'jax' in sys.modules); "
+               "j = blocktune.device_identity(); print(j.kind, j.platform, 'jax' in sys.modules)")
+    assert _run(pretend).split() == ["cpu", "False", "cpu", "jax", "True"]
 
 
 def test_tables_look_up_this_devices_key_by_default(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,15 @@ def test_library_announces_once_and_only_accelerators(monkeypatch: pytest.Monkey
     assert [list(a) for a in _serve(make(device=False), 1)] == [["times_ms"]]
     with pytest.raises(InvalidIdentity, match="device.model"):
         make(device={**H100, "model": "NVIDIA"})
+    # A framework the runner imported that runs on a GPU: that GPU is announced.
+    gpu = types.SimpleNamespace(platform="gpu", device_kind="NVIDIA H200", compute_capability="9.0", id=0,
+                                local_hardware_id=0, memory_stats=lambda: {},
+                                client=types.SimpleNamespace(platform_version="cuda 12080"))
+    monkeypatch.setitem(sys.modules, "jax", types.SimpleNamespace(__version__="0.11.0", devices=lambda: [gpu]))
+    monkeypatch.setenv("BLOCKTUNE_DEVICE", "auto")
+    _probe.reset()
+    found = _serve(make(), 1)
+    assert DeviceIdentity.from_json(found[0]["device"]).key() == "gpu.nvidia.sm90.h200"
     # A detection that fails answers runtime_failed rather than timing under the wrong key.
     monkeypatch.setenv("BLOCKTUNE_DEVICE", "nonsense")
     _probe.reset()

@@ -5,7 +5,9 @@ Order: JAX (jax.devices()[0] when its platform is a GPU or TPU), else PyTorch (t
 current device), else CuPy (its current device), else this host's CPU. A framework already
 imported is asked first; one not yet imported is imported only if it is installed and the host
 has accelerator device files (/dev/nvidiactl, /dev/kfd, /dev/accel*, /dev/vfio/<n>), so a
-CPU-only host pays no framework import. Environment, read once, on the first call:
+CPU-only host pays no framework import (blocktune.runner asks only those already imported: the
+kernel's own framework is loaded by its first answer, and a NumPy kernel on a GPU host is a CPU
+kernel). Environment, read once, on the first call:
   BLOCKTUNE_DEVICE    cpu (no framework is asked or imported), jax, torch or cupy (only that
                       one, imported if need be), auto (the default)
   BLOCKTUNE_HARDWARE  a key device_key() answers as given (lookups' override; the identity a
@@ -149,9 +151,11 @@ def cpu_identity(framework: str = "") -> DeviceIdentity:
                           f"python {_platform.python_version()}", framework)
 
 
-def detect(mode: str | None = None) -> DeviceIdentity:
-    """Asks the frameworks (see the module docstring); uncached. An unknown BLOCKTUNE_DEVICE is a
-    ValueError."""
+def detect(mode: str | None = None, *, imported_only: bool = False) -> DeviceIdentity:
+    """Asks the frameworks (see the module docstring); uncached. imported_only: ask only the
+    frameworks already imported, whatever the host has (a runner: its kernel's framework is
+    loaded by then, and one it does not use must not name the device). An unknown
+    BLOCKTUNE_DEVICE is a ValueError."""
     mode = (os.environ.get(DEVICE_ENV) or "auto") if mode is None else mode
     if mode not in ("auto", "cpu") + FRAMEWORKS:
         raise ValueError(f"{DEVICE_ENV}={mode!r}: must be auto, cpu, jax, torch or cupy")
@@ -160,9 +164,11 @@ def detect(mode: str | None = None) -> DeviceIdentity:
     names = FRAMEWORKS if mode == "auto" else (mode,)
     imported = [n for n in names if n in sys.modules]
     candidates = list(imported)
-    if mode != "auto" or has_accelerator_files():
+    if mode != "auto" or (not imported_only and has_accelerator_files()):
         candidates += [n for n in names if n not in imported and importlib.util.find_spec(n) is not None]
+    asked: list[str] = []
     for name in candidates:
+        asked.append(name)
         try:
             found = _PROBES[name](importlib.import_module(name))
         except InvalidIdentity:
@@ -173,19 +179,22 @@ def detect(mode: str | None = None) -> DeviceIdentity:
             continue
         if found is not None:
             return found
-    return cpu_identity(imported[0] if imported else "")
+    return cpu_identity(asked[0] if asked else "")  # the framework that found the CPU, if one was asked
 
 
-_IDENTITY: list[DeviceIdentity] = []
+_IDENTITY: dict[bool, DeviceIdentity] = {}
 _KEYS: dict[int, str] = {}
 
 
-def device_identity(*, refresh: bool = False) -> DeviceIdentity:
-    """The device this process's kernels run on (cached; refresh=True asks again)."""
-    if refresh or not _IDENTITY:
-        _IDENTITY[:] = [detect()]
-        _KEYS.clear()
-    return _IDENTITY[0]
+def device_identity(*, refresh: bool = False, imported_only: bool = False) -> DeviceIdentity:
+    """The device this process's kernels run on (cached; refresh=True asks again).
+    imported_only=True asks only frameworks already imported (what blocktune.runner uses)."""
+    if refresh or imported_only not in _IDENTITY:
+        if refresh:
+            _IDENTITY.clear()
+            _KEYS.clear()
+        _IDENTITY[imported_only] = detect(imported_only=imported_only)
+    return _IDENTITY[imported_only]
 
 
 def device_key(threads: int = 1) -> str:

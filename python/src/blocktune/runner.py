@@ -14,8 +14,8 @@ per (dtype, shape) and kept for the next configs of the same problem (one proble
 Before its first answer the runner announces the device it measures on, one line on fd 3:
 {"device": {...}} (blocktune.device.DeviceIdentity), so blocktune files the measurements under
 that device's key (gpu.nvidia.sm90.h200) rather than the host CPU's. The device is
-blocktune.device_identity() (the one JAX, PyTorch or CuPy runs on) unless `device=` says
-otherwise; a CPU is not announced unless given explicitly, since announcing nothing means the
+blocktune.device_identity() (the one JAX, PyTorch or CuPy runs on; only a framework the runner
+has imported is asked) unless `device=` says otherwise; a CPU is not announced unless given explicitly, since announcing nothing means the
 host CPU too.
 """
 
@@ -137,8 +137,9 @@ class Runner:
         self._problem: tuple[Any, ...] | None = None
         self._inputs: tuple[Any, ...] | None = None
         self._expected: Any = None
-        # device: None asks blocktune.device_identity() at the first answer (the framework has
-        # found its device by then) and announces it unless it is the CPU; an identity (or its
+        # device: None asks blocktune.device_identity(imported_only=True) at the first answer
+        # (the kernel's framework is loaded and has found its device by then; a framework the
+        # kernel does not import is not asked) and announces it unless it is the CPU; an identity (or its
         # JSON) is announced as given, validated now; False announces nothing.
         self._device: DeviceIdentity | None = None
         self._announce = device is not False
@@ -158,7 +159,7 @@ class Runner:
         if self._device is None:
             from ._probe import device_identity
 
-            self._device = device_identity()
+            self._device = device_identity(imported_only=True)
         if self._device.kind == "cpu" and not self._explicit:
             return None
         return json.dumps({"device": self._device.to_json()})
