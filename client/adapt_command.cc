@@ -27,7 +27,7 @@
 namespace blocktune::client {
 namespace {
 
-using api::Op;
+using server::api::Op;
 using Clock = std::chrono::steady_clock;
 
 struct AdaptArgs {

@@ -75,11 +75,11 @@ void AddCommon(CLI::App* cmd, Common& c, bool server) {
 }
 
 std::expected<HttpReply, int> Call(const Common& c, const Target& target, const CallOptions& options) {
-  const api::Route& route = api::RouteOf(target.op);
+  const server::api::Route& route = server::api::RouteOf(target.op);
   // A route that needs the token is never sent without one: a missing or empty token file is
   // this command's mistake (exit 2), not the server's 401.
   std::string token;
-  if (route.auth == api::Auth::kBearer) {
+  if (route.auth == server::api::Auth::kBearer) {
     auto t = ResolveToken(c);
     if (!t) {
       Fail(kExitUsage, t.error().message);

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "kernels/core/config.h"
-#include "server/routes.h"
+#include "server/api/paths.h"
 #include "server/wire.h"
 #include "store/store.h"
 
@@ -69,14 +69,14 @@ struct CallOptions {
 };
 
 // An operation of the route table and its URL (path parameters filled in, query appended),
-// built by api::Url from the table, which refuses a query parameter the route does not declare.
+// built by server::api::Url from the table, which refuses a query parameter the route does not declare.
 struct Target {
-  api::Op op;
+  server::api::Op op;
   std::string url;
 };
-inline Target To(api::Op op, std::initializer_list<std::string_view> path_args = {},
+inline Target To(server::api::Op op, std::initializer_list<std::string_view> path_args = {},
                  const std::vector<std::pair<std::string, std::string>>& query = {}) {
-  return Target{op, api::Url(op, path_args, query)};
+  return Target{op, server::api::Url(op, path_args, query)};
 }
 
 // Sends the operation with the route's method; the token goes with it exactly when the route

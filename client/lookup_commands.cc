@@ -20,7 +20,7 @@
 
 namespace blocktune::client {
 
-using api::Op;
+using server::api::Op;
 
 std::expected<std::vector<server::MissView>, int> FetchMisses(
     const Common& c, const std::string& kernel, const std::string& hardware, int64_t want,

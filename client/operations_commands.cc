@@ -21,7 +21,7 @@
 namespace blocktune::client {
 namespace {
 
-using api::Op;
+using server::api::Op;
 
 int RunTablesDownload(const Common& c, const std::string& kernel, const std::string& out) {
   CallOptions o;

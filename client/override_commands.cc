@@ -20,7 +20,7 @@
 namespace blocktune::client {
 namespace {
 
-using api::Op;
+using server::api::Op;
 
 struct OverrideArgs {
   std::string kernel;

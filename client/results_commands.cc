@@ -132,7 +132,7 @@ int RunPush(const Common& c, const PushArgs& a) {
     // A timeout or a dead server is retried with the same batch id: if the first attempt was
     // applied after all, the server answers from its record and adds nothing.
     for (int attempt = 0;; ++attempt) {
-      auto got = Call(c, To(api::Op::kIngestResults), o);
+      auto got = Call(c, To(server::api::Op::kIngestResults), o);
       if (got) {
         auto r = wire::DecodeIngestResult(got->body);
         if (!r) {

@@ -21,7 +21,7 @@
 namespace blocktune::client {
 namespace {
 
-using api::Op;
+using server::api::Op;
 
 std::string Duration(double seconds) {
   if (seconds < 0) return "?";

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Side-by-side search benchmark (docs/search.md): creates build/search-venv from
 # deploy/search-requirements.lock (hash-checked: Kernel Tuner 1.5, Optuna 5, matplotlib) and runs
-# deploy/bench_search.py, which replays Kernel Tuner's and Optuna's strategies and ours on the
-# brute-forced GPU landscapes at 25..800 evaluations and prints the comparison. Extra arguments go
-# to bench_search.py (e.g. --seeds 10 --only convolution_A100); the defaults are the full
-# protocol: 12 landscapes, 6 budgets, 50 seeds, every peer run at every budget.
+# the package deploy/bench_search (python deploy/bench_search), which replays Kernel Tuner's and
+# Optuna's strategies and ours on the brute-forced GPU landscapes at 25..800 evaluations and
+# prints the comparison. Extra arguments go to bench_search (e.g. --seeds 10 --only
+# convolution_A100); the defaults are the full protocol: 12 landscapes, 6 budgets, 50 seeds,
+# every peer run at every budget.
 #   deploy/bench-search.sh [--landscapes ../shared/landscapes] [--blocktune build/client/blocktune] ...
 set -euo pipefail
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,4 +21,4 @@ cd "$src"
 # finds them one more level up. --landscapes DIR overrides.
 landscapes=$src/../shared/landscapes
 [[ -d $landscapes ]] || landscapes=$src/../../shared/landscapes
-exec nice -n 10 "$venv/bin/python" deploy/bench_search.py --landscapes "$landscapes" "$@"
+exec nice -n 10 "$venv/bin/python" deploy/bench_search --landscapes "$landscapes" "$@"

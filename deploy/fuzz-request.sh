@@ -9,7 +9,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${2:-$root/build-fuzz}
 mkdir -p "$out/corpus"
 clang++-14 -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-  -I "$root" "$root/server/fuzz/request_fuzzer.cc" "$root/server/guards.cc" -o "$out/request_fuzzer"
+  -I "$root" "$root/server/fuzz/request_fuzzer.cc" "$root/server/guards/guards.cc" -o "$out/request_fuzzer"
 seed() { printf '%b' "$2" >"$out/corpus/$1"; }
 seed sweep 'Host: 127.0.0.1\nContent-Length: 90\n\n{"kernel":"matmul","shapes":[{"m":8,"n":8,"k":8}],"strategy":"random","budget":1}'
 seed batch 'Host: localhost:8787\n\n{"queries":[{"kernel":"matmul","dims":{"m":1,"n":2,"k":3},"config":{"block_m":48}}]}'

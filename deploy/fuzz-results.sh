@@ -4,7 +4,7 @@
 # crash, no sanitizer report, no broken codec promise (see the target). Prints libFuzzer's final
 # stats. clang 19, not 14 as for deploy/fuzz-request.sh: the results codec returns Result<T>
 # (std::expected), which clang 14 cannot compile with libstdc++ 12.
-# Everything that handles JSON (the whole wire library: server/wire/*.cc, guards.cc) and the
+# Everything that handles JSON (the whole wire library: server/wire/*.cc, guards/guards.cc) and the
 # ingest checks (tuner/check.cc) are compiled here with coverage and sanitizers; the rest they
 # call (kernel specs, the names of outcomes and strategies; no JSON) is linked from the GCC
 # build's static libraries, so BUILD_DIR must be built first. Not the GCC build's wire library:
@@ -25,7 +25,7 @@ for l in store/libblocktune_store.a tuner/libblocktune_tuner.a kernels/libblockt
 done
 flags=(-std=c++23 -O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
        -I "$root" -I "$root/tables/include" -I "$build/generated")
-srcs=(server/fuzz/results_fuzzer.cc server/wire/*.cc server/guards.cc tuner/check.cc)
+srcs=(server/fuzz/results_fuzzer.cc server/wire/*.cc server/guards/guards.cc tuner/check.cc)
 mkdir -p "$out/obj"
 # Two compilers at a time (the machine's cores).
 objs=()

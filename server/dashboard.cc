@@ -8,7 +8,7 @@
 #include <map>
 
 #include "blocktune/tables/resolve.h"
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/service.h"
 
 namespace blocktune::server {

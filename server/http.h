@@ -1,20 +1,19 @@
-// The HTTP front of blocktuned: installs the route table (server/routes.h) in its order with
+// The HTTP front of blocktuned: installs the route table (server/api/routes.h) in its order with
 // the handler bound to each operation (server/handlers/); guards before routing (Host
 // allow-list, body framing, and the bearer token on the routes whose table row says so,
 // compared in constant time and never logged); JSON error bodies for every failure, including
-// unknown routes and the library's own 4xx; per-route request counts and latency for /metrics;
-// and, for the contract test, an optional log of every exchange.
+// unknown routes and the library's own 4xx; per-route request counts and latency for /metrics
+// (http_metrics.h); and, for the contract test, an optional log of every exchange.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstdio>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "server/routes.h"
+#include "server/api/routes.h"
+#include "server/http_metrics.h"
 #include "server/service.h"
 #include "server/wire.h"
 
@@ -41,26 +40,6 @@ struct HttpOptions {
   // this file as one JSON line: a debugging aid and the record tests/contract validates
   // against the served OpenAPI document. Off by default; it costs a write per request.
   std::string exchange_log;
-};
-
-// Requests and latency per route, for /metrics. Lock-free: one atomic add per request.
-class HttpMetrics {
- public:
-  static constexpr std::array<double, 10> kBucketsSeconds = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
-                                                             0.005,  0.01,    0.05,   0.25,  1.0};
-  explicit HttpMetrics(size_t routes);
-  // route == routes: requests that matched no route or were refused before routing.
-  void Observe(size_t route, int status, double seconds);
-  std::string Render() const;
-
- private:
-  struct PerRoute {
-    std::array<std::atomic<uint64_t>, 6> by_class{};  // 1xx..5xx, index = status / 100
-    std::array<std::atomic<uint64_t>, kBucketsSeconds.size() + 1> buckets{};
-    std::atomic<uint64_t> sum_ns{0};
-    std::atomic<uint64_t> count{0};
-  };
-  std::vector<std::unique_ptr<PerRoute>> routes_;
 };
 
 class HttpServer {

@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "server/routes.h"
+#include "server/api/routes.h"
 
 namespace blocktune::server {
 namespace {
@@ -107,7 +107,7 @@ Json OpenApiDocument() {
         {"version", "1"},
         {"description",
          "Tuned block sizes for CPU kernels: lookups, sweeps, overrides, tables. Generated from the "
-         "route table in server/routes.h; see docs/api.md."}}},
+         "route table in server/api/routes.h; see docs/api.md."}}},
       {"servers", Json::array({{{"url", "http://127.0.0.1:8787"}, {"description", "the daemon's default address"}}})},
       {"tags", tags},
       {"paths", paths},

@@ -1,5 +1,5 @@
 // The OpenAPI 3.1 document served at /v1/openapi.json, generated from the route table
-// (server/routes.h) and the codec's component schemas (server/wire/).
+// (server/api/routes.h) and the codec's component schemas (server/wire/).
 #pragma once
 
 #include "server/wire.h"

@@ -1,8 +1,9 @@
-// The dashboard: a read-only web UI under /ui/ (server/ui: index.html, app.js, app.css and
-// Apache ECharts from npm), every file embedded into blocktuned at build time, so it works with
-// no network. Not part of the API route table: these are pages, not operations. Every path
-// under /ui/ that is not an asset answers index.html, whose script draws the page the URL names
-// from the read-only /v1 routes; nothing here needs the token or changes anything.
+// The dashboard: a read-only web UI under /ui/ (server/ui: index.html, app.css, the ES modules
+// app.js (the router), common.js and one per page, and Apache ECharts from npm), every file
+// embedded into blocktuned at build time, so it works with no network. Not part of the API
+// route table: these are pages, not operations. Every path under /ui/ that is not an asset
+// answers index.html, whose script draws the page the URL names from the read-only /v1 routes;
+// nothing here needs the token or changes anything.
 #pragma once
 
 #include <string_view>

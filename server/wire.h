@@ -14,7 +14,7 @@
 #include "kernels/core/hardware.h"
 #include "kernels/core/kernel_spec.h"
 #include "kernels/core/result.h"
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/misses.h"
 #include "store/store.h"
 #include "tuner/lookup.h"

@@ -1,4 +1,4 @@
-"""The counting rules of the side-by-side search benchmark (deploy/bench_search.py, docs/search.md)
+"""The counting rules of the side-by-side search benchmark (deploy/bench_search, docs/search.md)
 that its tables rest on, without Kernel Tuner or Optuna: a peer run stands in for them.
 
 - E[random]: the exact expectation of random search's best, against every draw enumerated;
@@ -8,7 +8,7 @@ that its tables rest on, without Kernel Tuner or Optuna: a peer run stands in fo
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import itertools
 import sys
 from types import ModuleType
@@ -19,16 +19,17 @@ import pytest
 from conftest import SOURCE
 
 
-def load_bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_search", SOURCE / "deploy" / "bench_search.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_search"] = module
-    spec.loader.exec_module(module)
-    return module
+def load_bench(module: str) -> ModuleType:
+    """deploy/bench_search's `module`, imported as the package's own (deploy/ on the path)."""
+    deploy = str(SOURCE / "deploy")
+    if deploy not in sys.path:
+        sys.path.insert(0, deploy)
+    return importlib.import_module("bench_search." + module)
 
 
-bs = load_bench()
+landscapes = load_bench("landscapes")
+peers = load_bench("peers")
+report = load_bench("report")
 
 # 7 configs, two of them failed (None): failed draws count as evaluations.
 TIMES = [3.0, None, 1.0, 5.0, 2.0, None, 4.0]
@@ -42,16 +43,16 @@ def test_expected_random_best_is_the_mean_over_every_draw(budget: int) -> None:
     for draw in itertools.combinations(TIMES, budget):
         ok = [t for t in draw if t is not None]
         bests.append(min(ok) if ok else worst)  # every draw failed: scored as the worst passing time
-    assert bs.expected_random_best(TIMES, budget) == pytest.approx(sum(bests) / len(bests), rel=1e-12)
+    assert landscapes.expected_random_best(TIMES, budget) == pytest.approx(sum(bests) / len(bests), rel=1e-12)
     ratios = [opt / b for b in bests]
-    assert bs.expected_random_ratio(TIMES, budget) == pytest.approx(sum(ratios) / len(ratios), rel=1e-12)
+    assert landscapes.expected_random_ratio(TIMES, budget) == pytest.approx(sum(ratios) / len(ratios), rel=1e-12)
 
 
 def test_a_peer_that_stops_early_keeps_its_best() -> None:
     times = [5.0, None, 3.0, 4.0]
-    assert bs.best_at(times, 2, 9.0) == 5.0
-    assert bs.best_at(times, 800, 9.0) == 3.0  # stopped at 4 configs: its best of those
-    assert bs.best_at([None, None], 800, 9.0) == 9.0  # nothing passed: the worst passing time
+    assert report.best_at(times, 2, 9.0) == 5.0
+    assert report.best_at(times, 800, 9.0) == 3.0  # stopped at 4 configs: its best of those
+    assert report.best_at([None, None], 800, 9.0) == 9.0  # nothing passed: the worst passing time
 
 
 def fake_peer(calls: list[int], stop_after: int) -> Any:
@@ -69,11 +70,11 @@ def fake_peer(calls: list[int], stop_after: int) -> Any:
 
 def test_restarts_count_only_new_configs_until_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(bs, "run_kernel_tuner", fake_peer(calls, stop_after=5))
-    plain = bs.run_peer({}, None, "genetic_algorithm", 12, 7)
+    monkeypatch.setattr(peers, "run_kernel_tuner", fake_peer(calls, stop_after=5))
+    plain = peers.run_peer({}, None, "genetic_algorithm", 12, 7)
     assert len(plain) == 5 and calls == [7]  # the plain peer stops where it stops
     calls.clear()
-    restarted = bs.run_peer({}, None, "genetic_algorithm" + bs.RESTARTS, 12, 7)
+    restarted = peers.run_peer({}, None, "genetic_algorithm" + peers.RESTARTS, 12, 7)
     # 5 from the first run, then 2 new ones per run (c0-c2 were measured): 5 + 2 + 2 + 2 + 1.
     assert len(restarted) == 12
     assert restarted[:5] == plain  # a restarted peer's first run is the plain peer's run
@@ -83,8 +84,8 @@ def test_restarts_count_only_new_configs_until_the_budget(monkeypatch: pytest.Mo
 
 def test_restarts_give_up_when_nothing_new_comes(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    monkeypatch.setattr(bs, "run_kernel_tuner", fake_peer(calls, stop_after=3))  # only c0-c2, every seed
-    restarted = bs.run_peer({}, None, "genetic_algorithm" + bs.RESTARTS, 12, 1)
+    monkeypatch.setattr(peers, "run_kernel_tuner", fake_peer(calls, stop_after=3))  # only c0-c2, every seed
+    restarted = peers.run_peer({}, None, "genetic_algorithm" + peers.RESTARTS, 12, 1)
     assert len(restarted) == 3
-    assert len(calls) == bs.MAX_RESTARTS
+    assert len(calls) == peers.MAX_RESTARTS
     assert restarted == [2.0, None, 2.0]

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 
 namespace {
 

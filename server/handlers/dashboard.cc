@@ -3,13 +3,12 @@
 #include <httplib.h>
 
 #include "server/dashboard.h"
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
 #include "server/wire/dashboard.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
-using namespace http_util;
 using wire::Json;
 
 namespace {
@@ -77,4 +76,4 @@ void BindDashboardHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

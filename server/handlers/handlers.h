@@ -1,6 +1,6 @@
 // The handlers of blocktuned, one file per resource (lookup, misses, sweeps, overrides, kernels
 // and hardware, tuned, tables, operations), each binding a handler to the operations of the route
-// table (server/routes.h) it serves. The router installs them by Op; an Op without a handler
+// table (server/api/routes.h) it serves. The router installs them by Op; an Op without a handler
 // is refused at start and by a test. Shared here: replies and query/path parameter parsing.
 #pragma once
 
@@ -10,7 +10,8 @@
 #include <set>
 #include <string>
 
-#include "server/routes.h"
+#include "server/api/routes.h"
+#include "server/http_metrics.h"
 #include "server/service.h"
 #include "server/wire.h"
 
@@ -19,9 +20,7 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
-namespace blocktune::server {
-
-class HttpMetrics;
+namespace blocktune::server::handlers {
 
 using Handler = std::function<void(const httplib::Request&, httplib::Response&)>;
 using Handlers = std::array<Handler, api::kOpCount>;
@@ -46,8 +45,6 @@ void BindResultsHandlers(Handlers& h, const HandlerContext& ctx);    // POST /v1
 // Every handler, indexed by Op.
 Handlers BindAllHandlers(const HandlerContext& ctx);
 
-namespace http_util {
-
 void SendJson(httplib::Response& res, int status, const wire::Json& body);
 void SendError(httplib::Response& res, const Error& e);
 // An integer query parameter in [lo, hi]; `fallback` when absent (absent without one: error).
@@ -60,5 +57,4 @@ Result<int64_t> PathId(const httplib::Request& req);
 // The route's {kernel}: a registered kernel, or not_found.
 Result<const KernelSpec*> PathKernel(const httplib::Request& req);
 
-}  // namespace http_util
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

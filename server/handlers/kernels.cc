@@ -2,12 +2,11 @@
 #include <httplib.h>
 
 #include "external/spec.h"
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
-using namespace http_util;
 using wire::Json;
 
 void BindKernelHandlers(Handlers& h, const HandlerContext& ctx) {
@@ -49,4 +48,4 @@ void BindKernelHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

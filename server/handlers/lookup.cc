@@ -6,9 +6,8 @@
 
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
-using namespace http_util;
 using wire::Json;
 
 void BindLookupHandlers(Handlers& h, const HandlerContext& ctx) {
@@ -43,4 +42,4 @@ void BindLookupHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

@@ -4,12 +4,10 @@
 
 #include <cctype>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
-
-using namespace http_util;
+namespace blocktune::server::handlers {
 
 void BindMissHandlers(Handlers& h, const HandlerContext& ctx) {
   Service& svc = ctx.service;
@@ -44,4 +42,4 @@ void BindMissHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

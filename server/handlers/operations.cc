@@ -3,14 +3,12 @@
 #include <httplib.h>
 #include <sys/stat.h>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
-#include "server/http.h"
 #include "server/openapi.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
-using namespace http_util;
 using wire::Json;
 
 void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
@@ -75,4 +73,4 @@ void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

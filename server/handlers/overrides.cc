@@ -1,12 +1,11 @@
 // Handlers of overrides (pinned configs): list, create, delete.
 #include <httplib.h>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
-using namespace http_util;
 using wire::Json;
 
 void BindOverrideHandlers(Handlers& h, const HandlerContext& ctx) {
@@ -36,4 +35,4 @@ void BindOverrideHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

@@ -4,9 +4,7 @@
 
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
-
-using namespace http_util;
+namespace blocktune::server::handlers {
 
 void BindResultsHandlers(Handlers& h, const HandlerContext& ctx) {
   Service& svc = ctx.service;
@@ -22,4 +20,4 @@ void BindResultsHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

@@ -2,12 +2,11 @@
 // pages.
 #include <httplib.h>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
-using namespace http_util;
 using wire::Json;
 
 void BindSweepHandlers(Handlers& h, const HandlerContext& ctx) {
@@ -86,4 +85,4 @@ void BindSweepHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

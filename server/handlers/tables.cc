@@ -1,12 +1,11 @@
 // Handler that generates a kernel's C++ header over the rows lookups serve.
 #include <httplib.h>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
-using namespace http_util;
 using wire::Json;
 
 void BindTableHandlers(Handlers& h, const HandlerContext& ctx) {
@@ -23,4 +22,4 @@ void BindTableHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

@@ -1,12 +1,11 @@
 // Handler of the tuned entries lookups serve.
 #include <httplib.h>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
-using namespace http_util;
 using wire::Json;
 
 void BindTunedHandlers(Handlers& h, const HandlerContext& ctx) {
@@ -22,4 +21,4 @@ void BindTunedHandlers(Handlers& h, const HandlerContext& ctx) {
   };
 }
 
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

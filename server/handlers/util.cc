@@ -3,10 +3,10 @@
 
 #include <charconv>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/handlers/handlers.h"
 
-namespace blocktune::server {
+namespace blocktune::server::handlers {
 
 Handlers BindAllHandlers(const HandlerContext& ctx) {
   Handlers h;
@@ -22,8 +22,6 @@ Handlers BindAllHandlers(const HandlerContext& ctx) {
   BindResultsHandlers(h, ctx);
   return h;
 }
-
-namespace http_util {
 
 void SendJson(httplib::Response& res, int status, const wire::Json& body) {
   res.status = status;
@@ -58,5 +56,4 @@ Result<const KernelSpec*> PathKernel(const httplib::Request& req) {
   return spec;
 }
 
-}  // namespace http_util
-}  // namespace blocktune::server
+}  // namespace blocktune::server::handlers

@@ -4,7 +4,7 @@
 // component schemas.
 #include <cmath>
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 #include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"

@@ -1,7 +1,7 @@
 // Schema builders; see schema.h.
 #include "server/wire/schema.h"
 
-#include "server/guards.h"
+#include "server/guards/guards.h"
 
 namespace blocktune::wire::schema {
 namespace {

@@ -1,7 +1,7 @@
 // Request guards: JSON scanning stops deep nesting, long strings and long arrays before
 // nlohmann parses anything; the head guard refuses foreign Host names, chunked and compressed
 // bodies and oversized declared lengths.
-#include "server/guards.h"
+#include "server/guards/guards.h"
 
 #include <gtest/gtest.h>
 

@@ -6,8 +6,8 @@
 
 #include "codegen/codegen.h"
 #include "external/spec.h"
+#include "server/api/routes.h"
 #include "server/http.h"
-#include "server/routes.h"
 #include "server/service.h"
 #include "tests/common/scratch_dir.h"
 
@@ -233,10 +233,10 @@ TEST(Http, TokenComparisonIsExact) {
 }
 
 TEST(Http, EveryMutatingRouteIsMarked) {
-  for (const auto& r : api::Routes()) {
+  for (const auto& r : server::api::Routes()) {
     // Batch lookup is a POST only because a list of queries does not fit a URL; it changes nothing.
-    const bool batch_lookup = r.op == api::Op::kBatchLookup;
-    EXPECT_EQ(r.auth == api::Auth::kBearer, r.method != "GET" && !batch_lookup) << r.method << " " << r.path;
+    const bool batch_lookup = r.op == server::api::Op::kBatchLookup;
+    EXPECT_EQ(r.auth == server::api::Auth::kBearer, r.method != "GET" && !batch_lookup) << r.method << " " << r.path;
   }
 }
 

@@ -1,7 +1,8 @@
 // Page load times of the dashboard in Debian's Chromium, headless: each page loaded N times,
 // pages interleaved, in one fresh browser; prints per page the median and range of the time
 // from navigation start to every chart rendered (bt.rendered(), the browser's clock) and the
-// median of the page's marks (server/ui/app.js: data fetched, charts set, charts drawn).
+// median of the page's marks (server/ui/common.js's mark(), called by the page modules: data
+// fetched, charts set, charts drawn).
 // Not a test (nothing asserted): docs/performance.md#dashboard quotes it.
 // Usage: PLAYWRIGHT_NODE_MODULES=build/ui/npm/node_modules node tests/ui/load_times.mjs URL N PATH...
 import { createRequire } from 'node:module';

@@ -154,7 +154,7 @@ async function sweepPage(name, id, shot, query = '') {
   });
   const times = land.points.median_ns.filter((v) => v !== null).sort((u, v) => u - v);
   const mid = times[Math.floor(times.length / 2)];
-  const right = 90, top = 40, bottom = 30;  // the page's parallel grid (app.js)
+  const right = 90, top = 40, bottom = 30;  // the page's parallel grid (sweep.js)
   const x = box.x + box.width - right;
   const axisY = (v) => box.y + top + ((Math.log(tmax) - Math.log(v)) / (Math.log(tmax) - Math.log(tmin))) * (box.height - top - bottom);
   const y0 = box.y + top + 2;

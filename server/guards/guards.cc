@@ -1,5 +1,5 @@
 // Request guards; see guards.h.
-#include "server/guards.h"
+#include "server/guards/guards.h"
 
 #include <algorithm>
 #include <cctype>

@@ -2,10 +2,11 @@
 // template, auth flag, query and header parameters, request and response schemas and the
 // statuses it answers with. Nothing else spells a route. The server binds one handler to each
 // Op and installs the table in order (server/http.cc), the guards take the auth decision from
-// the matched route, /v1/openapi.json is generated from it (server/openapi.cc), and the CLI
-// builds its URLs and decides whether to send the token from it (client/cli.cc). Plain C++ with
-// no dependency, so the client links it without the server; schema names refer to the
-// component schemas server/wire documents next to the code that writes those keys.
+// the matched route (server/api/paths.h), /v1/openapi.json is generated from it
+// (server/openapi.cc), and the CLI builds its URLs and decides whether to send the token from
+// it (client/cli.cc). Plain C++ with no dependency, so the client links it without the server;
+// schema names refer to the component schemas server/wire documents next to the code that
+// writes those keys. The rows are in routes.cc; matching and URL building in paths.cc.
 #pragma once
 
 #include <array>
@@ -13,12 +14,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
-namespace blocktune::api {
+namespace blocktune::server::api {
 
-// One per operation; the table below has exactly one row per Op, in this order.
+// One per operation; the table (routes.cc) has exactly one row per Op, in this order.
 enum class Op : uint8_t {
   kGetLookup,
   kBatchLookup,
@@ -102,39 +102,4 @@ const std::vector<Route>& Routes();
 const Route& RouteOf(Op op);
 inline size_t Index(Op op) { return static_cast<size_t>(op); }
 
-// The route a request is for: method and path (no query) matched against the templates;
-// nullptr if none. Used by the guards for the auth decision before routing.
-const Route* MatchRoute(std::string_view method, std::string_view path);
-// Path and query without a route: 404, or 405 when the path exists for another method.
-bool PathExists(std::string_view path);
-
-// Percent-encodes everything but RFC 3986 unreserved characters.
-std::string UrlEncode(std::string_view s);
-
-// `path_template` with each {name} replaced by fill(name), the literal parts copied: the one
-// walk over a template that Url (arguments) and the server (match patterns) both use.
-template <typename Fill>
-std::string ExpandPath(std::string_view path_template, Fill&& fill) {
-  std::string out;
-  while (!path_template.empty()) {
-    const size_t open = path_template.find('{');
-    if (open == std::string_view::npos) {
-      out += path_template;
-      break;
-    }
-    out += path_template.substr(0, open);
-    const size_t close = path_template.find('}', open);
-    out += fill(path_template.substr(open + 1, close - open - 1));
-    path_template.remove_prefix(close + 1);
-  }
-  return out;
-}
-
-// The URL path of `op` with its path parameters filled in order ({id} then ...), each
-// percent-encoded, followed by "?name=value&..." for `query` (pairs kept in order, values
-// percent-encoded). Aborts on a wrong number of path arguments or on a query name the route
-// does not declare: both are programming errors that must not reach the wire.
-std::string Url(Op op, std::initializer_list<std::string_view> path_args = {},
-                const std::vector<std::pair<std::string, std::string>>& query = {});
-
-}  // namespace blocktune::api
+}  // namespace blocktune::server::api
