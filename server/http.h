@@ -16,7 +16,7 @@
 
 #include "server/routes.h"
 #include "server/service.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
 namespace httplib {
 class Server;

@@ -12,7 +12,7 @@
 
 #include "server/routes.h"
 #include "server/service.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
 namespace httplib {
 struct Request;

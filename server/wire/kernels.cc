@@ -4,11 +4,11 @@
 
 #include "kernels/core/fingerprint.h"
 
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 namespace internal {
 
@@ -131,4 +131,4 @@ Json EncodeHardwareList(const std::vector<store::HardwareRecord>& rows, const Ha
   return Json{{"host", EncodeHardware(host, 0, "")}, {"profiles", list}};
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

@@ -20,7 +20,7 @@
 #include "server/openapi.h"
 #include "server/routes.h"
 #include "server/service.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 #include "tests/common/scratch_dir.h"
 
 namespace blocktune::server {
