@@ -58,7 +58,7 @@ struct UnitState {
 };
 
 Result<UnitState> ReadState(const Json& body) {
-  auto st = wire::DecodeSweepStatus(body);
+  auto st = server::wire::DecodeSweepStatus(body);
   if (!st) return std::unexpected(st.error());
   UnitState u;
   u.id = st->id;
@@ -216,12 +216,12 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
   std::vector<int64_t> ids;
   int64_t resumed = 0;
   for (const tuner::AdaptUnit& unit : plan->units) {
-    Json body = wire::EncodeSweepRequest(unit.request);
+    Json body = server::wire::EncodeSweepRequest(unit.request);
     Json shapes = Json::array();
-    for (const auto& s : unit.request.shapes) shapes.push_back(wire::EncodeConfig(s));
+    for (const auto& s : unit.request.shapes) shapes.push_back(server::wire::EncodeConfig(s));
     body["shapes"] = shapes;
     if (a.local) {
-      auto submission = wire::DecodeSweepSubmission(body, wire::Limits{});
+      auto submission = server::wire::DecodeSweepSubmission(body, server::wire::Limits{});
       if (!submission) return Fail(kExitUsage, submission.error().ToString());
       auto created =
           service->SubmitSweep(*submission->spec, submission->request, unit.idempotency_key, submission->canonical);
@@ -230,7 +230,7 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
       resumed += created->created ? 0 : 1;
     } else {
       CallOptions o;
-      o.body = wire::Dump(body);
+      o.body = server::wire::Dump(body);
       o.idempotency_key = unit.idempotency_key;
       // The daemon rate-limits creation (10 at once, then one every 2 s by default): a refused
       // create is retried for up to a minute before adapt gives up.
@@ -254,7 +254,7 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
       if (a.local) {
         auto v = service->GetSweep(id);
         if (!v) return std::unexpected(v.error());
-        body = wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds);
+        body = server::wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds);
       } else {
         auto got = Call(c, To(Op::kGetSweep, {std::to_string(id)}));
         if (!got) return MakeError(ErrorCode::kUnavailable, "cannot read sweep " + std::to_string(id));
@@ -308,7 +308,7 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
            {"buckets", unit.buckets.size()},
            {"status", u.status},
            {"measurements", u.done}};
-    if (u.breakdown) j["breakdown"] = wire::EncodeBreakdown(*u.breakdown);
+    if (u.breakdown) j["breakdown"] = server::wire::EncodeBreakdown(*u.breakdown);
     units.push_back(std::move(j));
     if (!c.json) {
       std::printf("  sweep %-5lld %-24s %-4s t%-2d %2zu buckets  %-9s %5lld measurements  efficiency %s\n",
@@ -322,7 +322,7 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     std::printf("%s\n", Json{{"wall_s", wall},
                              {"buckets", plan->buckets},
                              {"sweeps", units},
-                             {"breakdown", wire::EncodeBreakdown(total)}}
+                             {"breakdown", server::wire::EncodeBreakdown(total)}}
                             .dump()
                             .c_str());
   } else {

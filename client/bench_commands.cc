@@ -28,7 +28,7 @@
 #include "external/spec.h"
 #include "kernels/core/fingerprint.h"
 #include "kernels/core/kernel_spec.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 #include "store/store.h"
 #include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
@@ -42,7 +42,7 @@ namespace blocktune::client {
 namespace {
 
 using namespace blocktune;
-using wire::Json;
+using server::wire::Json;
 
 using client::AddCommon;
 using client::Common;
@@ -123,7 +123,7 @@ int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a,
     ++count;
     if (c.json) {
       out.push_back({{"bucket", e.bucket},
-                     {"tuned_config", wire::EncodeConfig(e.config)},
+                     {"tuned_config", server::wire::EncodeConfig(e.config)},
                      {"default_ns", def_ns},
                      {"tuned_ns", tuned_ns},
                      {"speedup", speedup}});
@@ -139,7 +139,7 @@ int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a,
     std::printf("%s\n", Json{{"kernel", spec.name()},
                              {"hardware", hw.Key()},
                              {"threads", a.threads},
-                             {"default_config", wire::EncodeConfig(default_config)},
+                             {"default_config", server::wire::EncodeConfig(default_config)},
                              {"buckets", out},
                              {"geomean_speedup", geomean}}
                             .dump()
@@ -224,10 +224,10 @@ int RunBench(const Common& c, const BenchArgs& a) {
   const double gflops = t.median_ns > 0 ? spec->Flops(problem) / t.median_ns : 0;
   if (c.json) {
     Json out{{"kernel", a.kernel},
-             {"problem", wire::EncodeConfig(*dims)},
+             {"problem", server::wire::EncodeConfig(*dims)},
              {"dtype", a.dtype},
              {"threads", a.threads},
-             {"config", wire::EncodeConfig(config)},
+             {"config", server::wire::EncodeConfig(config)},
              {"source", source},
              {"verified", v.ok},
              {"max_abs_err", v.max_abs_err},
@@ -308,7 +308,7 @@ int RunRegret(const Common& c, const RegretArgs& a) {
       for (const auto& row : b.rows) {
         Json j{{"level", std::string(tuner::RegretLevelName(row.candidate.level))},
                {"hardware", row.candidate.hardware},
-               {"config", wire::EncodeConfig(row.candidate.config)},
+               {"config", server::wire::EncodeConfig(row.candidate.config)},
                {"served", row.candidate.served},
                {"on_current_chain", tuner::OnCurrentChain(row.candidate.level)},
                {"outcome", std::string(tuner::OutcomeName(row.outcome))}};

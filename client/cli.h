@@ -15,12 +15,12 @@
 
 #include "kernels/core/config.h"
 #include "server/api/paths.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 #include "store/store.h"
 
 namespace blocktune::client {
 
-using wire::Json;
+using server::wire::Json;
 
 constexpr int kExitFailed = 1;
 constexpr int kExitUsage = 2;

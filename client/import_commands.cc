@@ -91,7 +91,7 @@ int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
            {"outcomes", outcomes},        {"spec", spec_note},
            {"warnings", set->warnings}};
   if (!summary->winner.empty()) {
-    out["winner"] = wire::EncodeConfig(summary->winner);
+    out["winner"] = server::wire::EncodeConfig(summary->winner);
     out["winner_median_ns"] = summary->winner_median_ns;
   }
   if (c.json) {

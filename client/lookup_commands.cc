@@ -35,7 +35,7 @@ std::expected<std::vector<server::MissView>, int> FetchMisses(
     auto got = Call(c, To(Op::kListMisses, {}, query));
     if (!got) return std::unexpected(got.error());
     int64_t next = 0;
-    auto page = wire::DecodeMissList(got->body, &next);
+    auto page = server::wire::DecodeMissList(got->body, &next);
     if (!page) return std::unexpected(Fail(kExitServerError, "malformed misses: " + page.error().ToString()));
     for (auto& m : *page) {
       if (static_cast<int64_t>(out.size()) < want && keep(m)) out.push_back(std::move(m));
@@ -117,12 +117,12 @@ int RunLookup(const Common& c, const LookupArgs& a) {
   if (!a.batch.empty()) {
     auto text = ReadText(a.batch);
     if (!text) return Fail(kExitUsage, text.error().message);
-    auto parsed = wire::ParseBody(*text, wire::Limits{});
+    auto parsed = server::wire::ParseBody(*text, server::wire::Limits{});
     if (!parsed) return Fail(kExitUsage, a.batch + ": " + parsed.error().ToString());
-    auto queries = wire::DecodeBatchLookup(*parsed, wire::Limits{});
+    auto queries = server::wire::DecodeBatchLookup(*parsed, server::wire::Limits{});
     if (!queries) return Fail(kExitUsage, a.batch + ": " + queries.error().ToString());
     CallOptions o;
-    o.body = wire::Dump(wire::EncodeBatchLookupRequest(*queries));
+    o.body = server::wire::Dump(server::wire::EncodeBatchLookupRequest(*queries));
     auto got = Call(c, To(Op::kBatchLookup), o);
     if (!got) return got.error();
     return PrintReply(c, *got);
@@ -141,7 +141,7 @@ int RunLookup(const Common& c, const LookupArgs& a) {
     std::printf("%s\n", got->text.c_str());
     return 0;
   }
-  auto ans = wire::DecodeLookup(got->body);
+  auto ans = server::wire::DecodeLookup(got->body);
   if (!ans) return Fail(kExitServerError, "malformed lookup answer: " + ans.error().ToString());
   PrintAnswer(*ans);
   return 0;
@@ -154,7 +154,7 @@ int RunTuned(const Common& c, const std::string& kernel, const std::string& hard
     std::printf("%s\n", got->text.c_str());
     return 0;
   }
-  auto rows = wire::DecodeTunedList(got->body);
+  auto rows = server::wire::DecodeTunedList(got->body);
   if (!rows) return Fail(kExitServerError, rows.error().ToString());
   std::printf("%-22s %-36s %-5s %-22s %-40s %14s %6s\n", "kernel", "hardware", "dtype", "bucket", "config", "median ns",
               "sweep");

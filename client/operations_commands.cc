@@ -51,8 +51,9 @@ int RunBackup(const Common& c, const std::string& db, const std::string& out) {
   if (!store) return Fail(kExitDatabase, store.error().ToString());
   if (auto s = (*store)->maintenance().BackupTo(out); !s) return Fail(kExitDatabase, s.error().ToString());
   if (c.json) {
-    std::printf("%s\n",
-                wire::Dump(wire::EncodeBackup(out, static_cast<int64_t>(std::filesystem::file_size(out)))).c_str());
+    std::printf("%s\n", server::wire::Dump(
+                            server::wire::EncodeBackup(out, static_cast<int64_t>(std::filesystem::file_size(out))))
+                            .c_str());
   } else {
     std::printf("backup of %s written to %s\n", db.c_str(), out.c_str());
   }

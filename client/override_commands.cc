@@ -68,7 +68,7 @@ int RunOverrideSet(const Common& c, const OverrideArgs& a) {
     o.expires_at = a.expires_at;
   }
   CallOptions opt;
-  opt.body = wire::Dump(wire::EncodeOverrideRequest(o));
+  opt.body = server::wire::Dump(server::wire::EncodeOverrideRequest(o));
   auto got = Call(c, To(Op::kCreateOverride), opt);
   if (!got) return got.error();
   return PrintReply(c, *got);
@@ -81,7 +81,7 @@ int RunOverrideList(const Common& c) {
     std::printf("%s\n", got->text.c_str());
     return 0;
   }
-  auto rows = wire::DecodeOverrideList(got->body);
+  auto rows = server::wire::DecodeOverrideList(got->body);
   if (!rows) return Fail(kExitServerError, rows.error().ToString());
   std::printf("%5s  %-18s %-28s %-5s %-20s %-36s %-24s %s\n", "id", "kernel", "hardware", "dtype", "bucket", "config",
               "expires", "reason");

@@ -125,7 +125,7 @@ int RunPush(const Common& c, const PushArgs& a) {
   int failure = 0;
   auto s = (*reader)->ForEachBatch(a.batch, [&](const store::ResultsBatch& b) -> Status {
     CallOptions o;
-    o.body = wire::Dump(wire::EncodeResultsBatch(b));
+    o.body = server::wire::Dump(server::wire::EncodeResultsBatch(b));
     o.read_timeout_seconds = a.timeout_seconds;
     o.quiet = true;
     o.ca_cert_file = a.cacert;
@@ -134,7 +134,7 @@ int RunPush(const Common& c, const PushArgs& a) {
     for (int attempt = 0;; ++attempt) {
       auto got = Call(c, To(server::api::Op::kIngestResults), o);
       if (got) {
-        auto r = wire::DecodeIngestResult(got->body);
+        auto r = server::wire::DecodeIngestResult(got->body);
         if (!r) {
           failure = Fail(kExitServerError, "malformed answer to batch " + b.batch_id + ": " + r.error().ToString());
           return MakeError(ErrorCode::kInternal, "");

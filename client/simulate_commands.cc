@@ -27,7 +27,7 @@
 #include "external/spec.h"
 #include "kernels/core/fingerprint.h"
 #include "kernels/core/kernel_spec.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 #include "store/store.h"
 #include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
@@ -41,7 +41,7 @@ namespace blocktune::client {
 namespace {
 
 using namespace blocktune;
-using wire::Json;
+using server::wire::Json;
 
 using client::AddCommon;
 using client::Common;
@@ -187,7 +187,7 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
                       {"space", b.space_size},
                       {"budget", b.budget},
                       {"optimum_ns", b.optimum_ns},
-                      {"optimum", wire::EncodeConfig(b.optimum)},
+                      {"optimum", server::wire::EncodeConfig(b.optimum)},
                       {"random_expected_ns", b.random_expected_ns},
                       {a.strategy, score(b.strategy)},
                       {"random", score(b.random)}});
@@ -317,8 +317,8 @@ int RunCompare(const Common& c, const CompareArgs& a) {
     Json rows = Json::array();
     for (const auto& g : r.buckets) {
       rows.push_back({{"bucket", g.bucket},
-                      {"chosen_a", wire::EncodeConfig(g.chosen_a)},
-                      {"chosen_b", wire::EncodeConfig(g.chosen_b)},
+                      {"chosen_a", server::wire::EncodeConfig(g.chosen_a)},
+                      {"chosen_b", server::wire::EncodeConfig(g.chosen_b)},
                       {"slowdown", g.slowdown},
                       {"judged_by", std::string(1, g.judged_by)},
                       {"within", g.within}});

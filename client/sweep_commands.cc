@@ -39,7 +39,7 @@ std::string Duration(double seconds) {
 
 // One progress line: a bar, counts, the server's ETA and the outcomes so far. On a terminal it
 // redraws in place; otherwise one line per change.
-void DrawProgress(const wire::SweepStatusView& st, bool tty, std::string& last) {
+void DrawProgress(const server::wire::SweepStatusView& st, bool tty, std::string& last) {
   constexpr int kWidth = 30;
   const double frac = st.total > 0 ? static_cast<double>(st.done) / static_cast<double>(st.total) : 0;
   const int filled = static_cast<int>(frac * kWidth);
@@ -56,10 +56,10 @@ void DrawProgress(const wire::SweepStatusView& st, bool tty, std::string& last) 
   std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
 }
 
-int Finish(const Common& c, const Json& body, const wire::SweepStatusView& st, bool tty) {
+int Finish(const Common& c, const Json& body, const server::wire::SweepStatusView& st, bool tty) {
   if (!c.json && tty) std::fprintf(stderr, "\n");
   if (c.json) {
-    std::printf("%s\n", wire::Dump(body).c_str());
+    std::printf("%s\n", server::wire::Dump(body).c_str());
   } else {
     std::printf("sweep %lld %s: %lld measurements\n", static_cast<long long>(st.id), st.status.c_str(),
                 static_cast<long long>(st.done));
@@ -78,7 +78,7 @@ int WaitRemote(const Common& c, int64_t id, double poll_seconds) {
   while (true) {
     auto got = Call(c, To(Op::kGetSweep, {std::to_string(id)}));
     if (!got) return got.error();
-    auto st = wire::DecodeSweepStatus(got->body);
+    auto st = server::wire::DecodeSweepStatus(got->body);
     if (!st) return Fail(kExitServerError, "malformed sweep status: " + st.error().ToString());
     if (!c.json) DrawProgress(*st, tty, last);
     if (SweepFinished(st->status)) return Finish(c, got->body, *st, tty);
@@ -136,7 +136,7 @@ Result<Json> SweepBody(const SweepArgs& a) {
   for (const auto& s : a.shapes) {
     auto dims = ParseShape(s);
     if (!dims) return std::unexpected(dims.error());
-    shapes.push_back(wire::EncodeConfig(*dims));
+    shapes.push_back(server::wire::EncodeConfig(*dims));
   }
   tuner::SweepRequest r;
   r.kernel = a.kernel;
@@ -149,7 +149,7 @@ Result<Json> SweepBody(const SweepArgs& a) {
   r.budget_seconds = a.budget_seconds;
   r.seed = static_cast<uint64_t>(a.seed);
   r.isa = a.isa == "portable" ? "base" : a.isa;
-  Json body = wire::EncodeSweepRequest(r);
+  Json body = server::wire::EncodeSweepRequest(r);
   body["shapes"] = shapes;
   if (a.strategy.empty()) body.erase("strategy");
   return body;
@@ -157,13 +157,13 @@ Result<Json> SweepBody(const SweepArgs& a) {
 
 // The request for a sweep run here (--local): through the codec's decoder, so it is validated
 // exactly as the server would, against this CLI's kernels (built in and --kernel-dir).
-Result<wire::SweepSubmission> BuildSweep(const SweepArgs& a) {
+Result<server::wire::SweepSubmission> BuildSweep(const SweepArgs& a) {
   auto body = SweepBody(a);
   if (!body) return std::unexpected(body.error());
-  return wire::DecodeSweepSubmission(*body, wire::Limits{});
+  return server::wire::DecodeSweepSubmission(*body, server::wire::Limits{});
 }
 
-int RunSweepLocal(const Common& c, const SweepArgs& a, const wire::SweepSubmission& submission) {
+int RunSweepLocal(const Common& c, const SweepArgs& a, const server::wire::SweepSubmission& submission) {
   auto store = OpenLocalStore(a.db);
   if (!store) return store.error();
   server::ServiceOptions options;
@@ -191,8 +191,8 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const wire::SweepSubmissi
   while (true) {
     auto v = service.GetSweep(created->id);
     if (!v) return Fail(kExitDatabase, v.error().ToString());
-    const Json body = wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds);
-    auto st = wire::DecodeSweepStatus(body);
+    const Json body = server::wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds);
+    auto st = server::wire::DecodeSweepStatus(body);
     if (!st) return Fail(kExitFailed, st.error().ToString());
     if (!c.json) DrawProgress(*st, tty, last);
     if (SweepFinished(st->status)) {
@@ -232,7 +232,7 @@ int RunSweep(const Common& c, const SweepArgs& a) {
   auto body = SweepBody(a);
   if (!body) return Fail(kExitUsage, body.error().ToString());
   CallOptions o;
-  o.body = wire::Dump(*body);
+  o.body = server::wire::Dump(*body);
   o.idempotency_key = a.idempotency_key;
   auto created = Call(c, To(Op::kCreateSweep), o);
   if (!created) return created.error();
@@ -338,7 +338,7 @@ int RunSweepFromMisses(const Common& c, const SweepArgs& a) {
     auto body = SweepBody(one);
     if (!body) return Fail(kExitUsage, body.error().ToString());
     CallOptions o;
-    o.body = wire::Dump(*body);
+    o.body = server::wire::Dump(*body);
     if (!a.idempotency_key.empty()) o.idempotency_key = a.idempotency_key + "-" + std::to_string(i + 1);
     auto got = Call(c, To(Op::kCreateSweep), o);
     if (!got) return got.error();
@@ -363,7 +363,7 @@ int RunSweepFromMisses(const Common& c, const SweepArgs& a) {
   return rc;
 }
 
-void PrintSweepTable(const std::vector<wire::SweepStatusView>& rows) {
+void PrintSweepTable(const std::vector<server::wire::SweepStatusView>& rows) {
   std::printf("%6s  %-22s %-10s %-11s %-24s  %s\n", "id", "kernel", "status", "progress", "created", "error");
   for (const auto& s : rows) {
     const std::string progress = std::to_string(s.done) + "/" + std::to_string(s.total);
@@ -391,7 +391,7 @@ int RunSweepsList(const Common& c, const SweepsArgs& a) {
     std::printf("%s\n", got->text.c_str());
     return 0;
   }
-  auto rows = wire::DecodeSweepList(got->body);
+  auto rows = server::wire::DecodeSweepList(got->body);
   if (!rows) return Fail(kExitServerError, rows.error().ToString());
   PrintSweepTable(*rows);
   return 0;
@@ -406,7 +406,7 @@ int RunMeasurements(const Common& c, const SweepsArgs& a) {
                           {{"limit", std::to_string(a.limit)}, {"after_id", std::to_string(after)}}));
     if (!got) return got.error();
     int64_t next = 0;
-    auto page = wire::DecodeMeasurementPage(got->body, &next);
+    auto page = server::wire::DecodeMeasurementPage(got->body, &next);
     if (!page) return Fail(kExitServerError, page.error().ToString());
     if (c.json) {
       std::printf("%s\n", got->text.c_str());

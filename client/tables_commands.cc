@@ -27,7 +27,7 @@
 #include "external/spec.h"
 #include "kernels/core/fingerprint.h"
 #include "kernels/core/kernel_spec.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 #include "store/store.h"
 #include "tuner/gate.h"
 #include "tuner/isolation/worker_evaluator.h"
@@ -41,7 +41,7 @@ namespace blocktune::client {
 namespace {
 
 using namespace blocktune;
-using wire::Json;
+using server::wire::Json;
 
 using client::AddCommon;
 using client::Common;
@@ -150,8 +150,8 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
       Json e{{"kernel", ev.kernel}, {"hardware", ev.hardware}, {"dtype", ev.dtype},
              {"bucket", ev.bucket}, {"what", ev.what},         {"detail", ev.detail}};
       if (ev.record) {
-        e["old_config"] = wire::EncodeConfig(ev.record->old_config);
-        e["new_config"] = wire::EncodeConfig(ev.record->new_config);
+        e["old_config"] = server::wire::EncodeConfig(ev.record->old_config);
+        e["new_config"] = server::wire::EncodeConfig(ev.record->new_config);
         e["old_ns"] = ev.record->old_ns;
         e["new_ns"] = ev.record->new_ns;
         e["noise_band"] = ev.record->noise_band;

@@ -2,6 +2,8 @@
 # Renders the dependency picture of docs/design.md from CMake's own target graph (cmake
 # --graphviz: every library and executable of the product and what it links), so the picture
 # cannot drift from the build. Tests, benchmarks and the fuzz/bench helpers are left out.
+# schema/ builds nothing; its INTERFACE target blocktune_schema (top-level CMakeLists.txt), which
+# the libraries that embed its files link, is drawn as the leaf they point down at.
 # Installs graphviz (dot) through deploy/install-deps.sh.
 #   deploy/docs-graph.sh [SOURCE_DIR] [OUT.png]
 # Defaults: this checkout, docs/img/dependencies.png. The "before" picture of docs/design.md

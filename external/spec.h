@@ -1,5 +1,5 @@
 // External kernels: a kernel declared in a JSON spec file instead of compiled into blocktune
-// (docs/external-kernels.md, schema in external/kernel-spec.schema.json). The spec gives the
+// (docs/external-kernels.md, schema in schema/kernel-spec.schema.json). The spec gives the
 // parameters and their candidate values, restrictions over parameter and dim names (parsed by
 // muparser, never by a shell or an interpreter), dims with their bucket rounding, dtypes, the
 // default config and the runner that measures a config. Once registered (LoadKernelDir) an
@@ -15,7 +15,7 @@
 
 namespace blocktune::external {
 
-// The JSON Schema of a spec file (checked in as external/kernel-spec.schema.json, compiled in,
+// The JSON Schema of a spec file (checked in as schema/kernel-spec.schema.json, compiled in,
 // served by GET /v1/kernel-spec-schema).
 std::string_view KernelSpecSchema();
 

@@ -15,7 +15,7 @@
 #include "server/api/routes.h"
 #include "server/http_metrics.h"
 #include "server/service.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
 namespace httplib {
 class Server;

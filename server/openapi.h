@@ -2,7 +2,7 @@
 // (server/api/routes.h) and the codec's component schemas (server/wire/).
 #pragma once
 
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
 namespace blocktune::server {
 

@@ -31,7 +31,7 @@
 #include "kernels/core/vec_math.h"
 #include "kernels/flash_attention/flash_attention.h"
 
-namespace blocktune::kernels {
+namespace blocktune::kernels::bench {
 namespace {
 
 using bench::ParseInts;
@@ -259,6 +259,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace blocktune::kernels
+}  // namespace blocktune::kernels::bench
 
-int main(int argc, char** argv) { return blocktune::kernels::Main(argc, argv); }
+int main(int argc, char** argv) { return blocktune::kernels::bench::Main(argc, argv); }

@@ -42,7 +42,7 @@
 #pragma GCC diagnostic ignored "-Wrestrict"
 #endif
 
-namespace blocktune::kernels {
+namespace blocktune::kernels::bench {
 namespace {
 
 using bench::ParseInts;
@@ -310,6 +310,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace blocktune::kernels
+}  // namespace blocktune::kernels::bench
 
-int main(int argc, char** argv) { return blocktune::kernels::Main(argc, argv); }
+int main(int argc, char** argv) { return blocktune::kernels::bench::Main(argc, argv); }

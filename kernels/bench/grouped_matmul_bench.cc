@@ -34,7 +34,7 @@
 #include "kernels/core/dtype.h"
 #include "kernels/grouped_matmul/grouped_matmul.h"
 
-namespace blocktune::kernels {
+namespace blocktune::kernels::bench {
 namespace {
 
 using bench::ParseInts;
@@ -262,6 +262,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace blocktune::kernels
+}  // namespace blocktune::kernels::bench
 
-int main(int argc, char** argv) { return blocktune::kernels::Main(argc, argv); }
+int main(int argc, char** argv) { return blocktune::kernels::bench::Main(argc, argv); }

@@ -26,7 +26,7 @@
 #include "kernels/bench/bench_args.h"
 #include "kernels/matmul/matmul.h"
 
-namespace blocktune::kernels {
+namespace blocktune::kernels::bench {
 namespace {
 
 using bench::ParseInts;
@@ -146,6 +146,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace blocktune::kernels
+}  // namespace blocktune::kernels::bench
 
-int main(int argc, char** argv) { return blocktune::kernels::Main(argc, argv); }
+int main(int argc, char** argv) { return blocktune::kernels::bench::Main(argc, argv); }

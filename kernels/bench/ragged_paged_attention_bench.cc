@@ -30,7 +30,7 @@
 #include "kernels/flash_attention/flash_attention.h"
 #include "kernels/ragged_paged_attention/ragged_paged_attention.h"
 
-namespace blocktune::kernels {
+namespace blocktune::kernels::bench {
 namespace {
 
 using bench::SplitList;
@@ -254,6 +254,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace blocktune::kernels
+}  // namespace blocktune::kernels::bench
 
-int main(int argc, char** argv) { return blocktune::kernels::Main(argc, argv); }
+int main(int argc, char** argv) { return blocktune::kernels::bench::Main(argc, argv); }

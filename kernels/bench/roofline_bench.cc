@@ -29,7 +29,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-namespace blocktune::kernels {
+namespace blocktune::kernels::bench {
 namespace {
 
 // Independent accumulator chains per probe: enough to cover FMA latency x ports on every CPU
@@ -167,6 +167,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace blocktune::kernels
+}  // namespace blocktune::kernels::bench
 
-int main(int argc, char** argv) { return blocktune::kernels::Main(argc, argv); }
+int main(int argc, char** argv) { return blocktune::kernels::bench::Main(argc, argv); }

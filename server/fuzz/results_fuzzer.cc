@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "kernels/core/kernel_spec.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 #include "tuner/check.h"
 
 namespace {
@@ -31,11 +31,11 @@ namespace {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace blocktune;
   const std::string_view input(reinterpret_cast<const char*>(data), size);
-  const wire::Limits limits;
-  auto body = wire::ParseBody(input, limits);
+  const server::wire::Limits limits;
+  auto body = server::wire::ParseBody(input, limits);
   if (!body) return 0;
-  (void)wire::DecodeIngestResult(*body);
-  auto batch = wire::DecodeResultsBatch(*body, limits);
+  (void)server::wire::DecodeIngestResult(*body);
+  auto batch = server::wire::DecodeResultsBatch(*body, limits);
   if (!batch) {
     if (batch.error().message.empty()) Broken("a refusal without a message", batch.error().path);
     return 0;
@@ -43,12 +43,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const KernelSpec* spec = FindKernel(batch->sweep.request.kernel)) {
     for (const auto& m : batch->measurements) (void)tuner::CheckMeasurement(*spec, m, batch->hardware);
   }
-  const std::string text = wire::Dump(wire::EncodeResultsBatch(*batch));
-  const wire::Json parsed = wire::Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const std::string text = server::wire::Dump(server::wire::EncodeResultsBatch(*batch));
+  const server::wire::Json parsed = server::wire::Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) Broken("the encoding is not JSON", text);
-  auto again = wire::DecodeResultsBatch(parsed, limits);
+  auto again = server::wire::DecodeResultsBatch(parsed, limits);
   if (!again) Broken("the encoding of an accepted batch is refused", again.error().ToString());
-  const std::string text2 = wire::Dump(wire::EncodeResultsBatch(*again));
+  const std::string text2 = server::wire::Dump(server::wire::EncodeResultsBatch(*again));
   if (text2 != text) Broken("the encoding is not a fixed point", text + "\n---\n" + text2);
   return 0;
 }

@@ -13,7 +13,7 @@
 #include "server/api/routes.h"
 #include "server/http_metrics.h"
 #include "server/service.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
 namespace httplib {
 struct Request;

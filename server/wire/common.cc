@@ -4,11 +4,11 @@
 #include <array>
 #include <ranges>
 
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 namespace internal {
 
@@ -160,4 +160,4 @@ Json ComponentSchemas() {
   return s;
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

@@ -4,7 +4,7 @@
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 namespace internal {
 
@@ -229,4 +229,4 @@ Json EncodeExplain(const server::ExplainView& v) {
               {"ranked", ranked}};
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

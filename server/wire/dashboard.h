@@ -2,13 +2,13 @@
 #pragma once
 
 #include "server/dashboard.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 Json EncodeLandscape(const server::LandscapeView& v);
 Json EncodeSweepBest(const server::SweepBestView& v);
 Json EncodeWinners(const std::vector<server::WinnerView>& rows);
 Json EncodeExplain(const server::ExplainView& v);
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

@@ -5,9 +5,9 @@
 #include <optional>
 #include <string>
 
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire::internal {
+namespace blocktune::server::wire::internal {
 
 Result<int64_t> GetInt(const Json& obj, const char* key, const std::string& path, std::optional<int64_t> fallback);
 Result<std::string> GetString(const Json& obj, const char* key, const std::string& path,
@@ -25,4 +25,4 @@ void AddMissSchemas(Json& schemas);
 void AddDashboardSchemas(Json& schemas);  // after AddTunedSchemas and AddOverrideSchemas: extends TunedEntry
 void AddResultsSchemas(Json& schemas);
 
-}  // namespace blocktune::wire::internal
+}  // namespace blocktune::server::wire::internal

@@ -4,11 +4,11 @@
 
 #include "kernels/core/fingerprint.h"
 
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 namespace internal {
 
@@ -38,7 +38,7 @@ void AddKernelSchemas(Json& s) {
                 {"runner", Object({{"command", Array(Str())}, {"persistent", Bool()}, {"timeout_s", Num()}})}},
                "present for kernels declared in a spec file (--kernel-dir)"),
         false}});
-  // An open object: the served document is a JSON Schema of its own (external/kernel-spec.schema.json).
+  // An open object: the served document is a JSON Schema of its own (schema/kernel-spec.schema.json).
   s["JsonSchema"] = Json{{"type", "object"}, {"description", "a JSON Schema document (draft 2020-12)"}};
   s["KernelList"] = Object({{"kernels", Array(Ref("Kernel"))}});
   s["KernelReload"] = Object({{"added", Array(Str(), "kernels of new spec files")},
@@ -131,4 +131,4 @@ Json EncodeHardwareList(const std::vector<store::HardwareRecord>& rows, const Ha
   return Json{{"host", EncodeHardware(host, 0, "")}, {"profiles", list}};
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstdio>
 
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 namespace {
 
 Json LookupQuerySchema() {
@@ -435,4 +435,4 @@ Result<tuner::LookupAnswer> DecodeLookup(const Json& j) {
   return a;
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

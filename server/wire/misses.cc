@@ -1,9 +1,9 @@
 // Wire format of lookup misses (GET /v1/misses) and their component schemas.
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 namespace internal {
 
@@ -111,4 +111,4 @@ Result<std::vector<server::MissView>> DecodeMissList(const Json& j, int64_t* nex
   return out;
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

@@ -1,9 +1,9 @@
 // Wire format of overrides (pinned configs) and their component schemas.
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 namespace {
 
 Json OverrideRequestSchema() {
@@ -117,4 +117,4 @@ Result<std::vector<store::OverrideRecord>> DecodeOverrideList(const Json& j) {
   return out;
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

@@ -5,11 +5,11 @@
 #include <cmath>
 
 #include "server/guards/guards.h"
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 using internal::GetInt;
 using internal::GetString;
@@ -389,4 +389,4 @@ Result<store::ApplyResult> DecodeIngestResult(const Json& j) {
   return r;
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

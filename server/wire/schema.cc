@@ -3,7 +3,7 @@
 
 #include "server/guards/guards.h"
 
-namespace blocktune::wire::schema {
+namespace blocktune::server::wire::schema {
 namespace {
 Json Typed(std::string_view type, std::string_view description) {
   Json j{{"type", type}};
@@ -81,4 +81,4 @@ Status CheckKnownFields(const Json& body, const Json& schema, const std::string&
   return {};
 }
 
-}  // namespace blocktune::wire::schema
+}  // namespace blocktune::server::wire::schema

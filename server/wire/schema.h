@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire::schema {
+namespace blocktune::server::wire::schema {
 
 Json Int(std::string_view description = "");
 Json Num(std::string_view description = "");
@@ -48,4 +48,4 @@ Json Extend(const Json& base, std::initializer_list<Field> more, std::string_vie
 // Request decoding: the names of `schema`'s properties are the only fields a body may have.
 Status CheckKnownFields(const Json& body, const Json& schema, const std::string& path_prefix = "");
 
-}  // namespace blocktune::wire::schema
+}  // namespace blocktune::server::wire::schema

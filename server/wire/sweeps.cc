@@ -6,11 +6,11 @@
 #include <cmath>
 
 #include "blocktune/tables/resolve.h"
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 using internal::GetInt;
 using internal::GetString;
@@ -433,4 +433,4 @@ Result<std::vector<tuner::Measurement>> DecodeMeasurementPage(const Json& j, int
   return out;
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

@@ -1,9 +1,9 @@
 // Wire format of tuned entries (the rows lookups serve) and their component schema.
-#include "server/wire.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 namespace internal {
 
@@ -75,4 +75,4 @@ Result<std::vector<tuner::TunedEntry>> DecodeTunedList(const Json& j) {
   return out;
 }
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

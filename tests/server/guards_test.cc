@@ -88,9 +88,9 @@ TEST(Guards, ClipKeepsUtf8Whole) {
 }  // namespace
 }  // namespace blocktune::server::guards
 
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 namespace {
 
 TEST(Codec, FastLookupTextIsTheSameDocument) {
@@ -120,4 +120,4 @@ TEST(Codec, FastLookupTextIsTheSameDocument) {
 }
 
 }  // namespace
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire

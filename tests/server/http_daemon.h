@@ -21,7 +21,7 @@
 #include "server/api/routes.h"
 #include "server/http.h"
 #include "server/service.h"
-#include "server/wire.h"
+#include "server/wire/wire.h"
 #include "tests/common/scratch_dir.h"
 
 namespace blocktune::server {

@@ -1,6 +1,6 @@
 // The wire codec and the service: request decoding names the offending field; guards reject oversized and
 // deeply nested bodies before nlohmann parses them; encodings keep parameter order.
-#include "server/wire.h"
+#include "server/wire/wire.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 
 #include <cstdio>
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 namespace {
 
 Result<tuner::SweepRequest> Decode(std::string_view text) {
@@ -317,7 +317,7 @@ TEST(Codec, SweepSubmissionCarriesItsKernelAndCanonicalText) {
 }
 
 }  // namespace
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire
 
 namespace blocktune::server {
 namespace {

@@ -2,13 +2,16 @@
 // database made by the release before that rule (tests/data/store_release_9620d5f.db, see
 // tests/data/README.md) is carried over once: version 6 (its position count) becomes 7 (the
 // file number of 0007), every row stays, later migrations run once, reopening does nothing.
-// Files that are not ours, or whose numbering cannot be trusted, are refused untouched.
+// The last database of the previous layout (migrations in store/migrations/, version 14) and
+// one at every earlier version of the file numbering open and keep their rows. Files that are
+// not ours, or whose numbering cannot be trusted, are refused untouched.
 #include "store/migrate.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -22,20 +25,23 @@ namespace {
 
 const char* const kTables[] = {"hardware_profiles", "sweeps",       "sweep_tasks", "measurements",    "samples",
                                "tuned_entries",     "final_rounds", "overrides",   "idempotency_keys"};
+// The tables migrations 0009-0014 added, which the version-14 fixture also fills.
+const char* const kLaterTables[] = {"lookup_misses", "ingest_batches", "sweep_breakdowns", "sweep_prior_profiles"};
 
 class MigrateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() / ("blocktune_migrate_test_" + std::to_string(getpid()) + "_" +
-                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::string name = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(name.begin(), name.end(), '/', '_');  // parameterised tests are named Test/3
+    dir_ = std::filesystem::temp_directory_path() / ("blocktune_migrate_test_" + std::to_string(getpid()) + "_" + name);
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
     path_ = (dir_ / "t.db").string();
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  void CopyFixture() {
-    std::filesystem::copy_file(std::string(BLOCKTUNE_SOURCE_DIR) + "/tests/data/store_release_9620d5f.db", path_);
+  void CopyFixture(const char* name = "store_release_9620d5f.db") {
+    std::filesystem::copy_file(std::string(BLOCKTUNE_SOURCE_DIR) + "/tests/data/" + name, path_);
   }
   // Runs `sql` on the file with the plain C API (no migration) and returns the first column
   // of the first row as an integer.
@@ -205,6 +211,135 @@ TEST_F(MigrateTest, FailureOutcomesMigrationKeepsEveryRowAndId) {
   EXPECT_TRUE(found);
   EXPECT_EQ((*s)->maintenance().IntegrityCheck().value_or(""), "ok");
 }
+
+// The last database the previous layout made (tests/data/store_v14_cc16046.db: main at cc16046,
+// its migrations still in store/migrations/, schema version 14; tests/data/README.md): this
+// build opens it, runs what it lacks (nothing while 14 is the latest), and reads every row back.
+TEST_F(MigrateTest, PreviousLayoutsDatabaseOpensAndKeepsEveryRow) {
+  CopyFixture("store_v14_cc16046.db");
+  ASSERT_EQ(QueryInt("PRAGMA user_version"), 14);
+  ASSERT_EQ(QueryInt("PRAGMA application_id"), kApplicationId);
+  std::map<std::string, int64_t> before = RowCounts();
+  for (const char* t : kLaterTables) before[t] = QueryInt(std::string("SELECT COUNT(*) FROM ") + t);
+  const std::map<std::string, int64_t> expected = {
+      {"hardware_profiles", 1},   {"sweeps", 4},         {"sweep_tasks", 4},
+      {"measurements", 23},       {"samples", 46},       {"tuned_entries", 4},
+      {"final_rounds", 11},       {"overrides", 1},      {"idempotency_keys", 1},
+      {"lookup_misses", 2},       {"ingest_batches", 1}, {"sweep_breakdowns", 3},
+      {"sweep_prior_profiles", 0}};
+  EXPECT_EQ(before, expected);
+  {
+    auto s = Store::Open(path_);
+    ASSERT_TRUE(s) << s.error().ToString();
+    Store& st = **s;
+    EXPECT_EQ(st.maintenance().SchemaVersion(), LatestSchemaVersion());
+    auto sweeps = st.sweeps().ListPage(std::nullopt, 0, 10);
+    ASSERT_TRUE(sweeps) << sweeps.error().ToString();
+    ASSERT_EQ(sweeps->size(), 4u);
+    const auto& random = (*sweeps)[0];
+    EXPECT_EQ(random.request.strategy, tuner::Strategy::kRandom);
+    EXPECT_EQ(random.status, SweepStatus::kDone);
+    EXPECT_FALSE(random.imported);
+    EXPECT_EQ((*sweeps)[1].request.strategy, tuner::Strategy::kTransfer);
+    EXPECT_TRUE((*sweeps)[2].imported);  // pushed from another database (POST /v1/results)
+    EXPECT_EQ((*sweeps)[3].request.strategy, tuner::Strategy::kExhaustive);
+    EXPECT_EQ((*sweeps)[3].status, SweepStatus::kRunning);  // SIGTERM mid-sweep
+    auto full = st.sweeps().Get(random.id);
+    ASSERT_TRUE(full) << full.error().ToString();
+    EXPECT_TRUE(full->breakdown.has_value());
+    auto measurements = st.measurements().ListPage(random.id, 0, 1000);
+    ASSERT_TRUE(measurements) << measurements.error().ToString();
+    EXPECT_EQ(static_cast<int64_t>(measurements->size()), random.progress_done);
+    for (const auto& m : *measurements) EXPECT_FALSE(m.samples_ns.empty()) << m.config.ToString();
+    auto tasks = st.tasks().List((*sweeps)[3].id);
+    ASSERT_TRUE(tasks) << tasks.error().ToString();
+    ASSERT_EQ(tasks->size(), 1u);
+    EXPECT_EQ(tasks->front().status, SweepStatus::kQueued);  // released at shutdown
+    auto tuned = st.tuned().List();
+    ASSERT_TRUE(tuned) << tuned.error().ToString();
+    EXPECT_EQ(tuned->size(), 4u);
+    for (const auto& e : *tuned) EXPECT_FALSE(e.fingerprint.empty()) << e.bucket;  // measured after 0010
+    auto overrides = st.overrides().List();
+    ASSERT_TRUE(overrides);
+    ASSERT_EQ(overrides->size(), 1u);
+    EXPECT_EQ(overrides->front().reason, "fixture pin");
+    auto misses = st.misses().List(MissFilter{});
+    ASSERT_TRUE(misses) << misses.error().ToString();
+    EXPECT_EQ(misses->size(), 2u);
+    EXPECT_EQ(st.maintenance().IntegrityCheck().value_or(""), "ok");
+  }
+  std::map<std::string, int64_t> after = RowCounts();
+  for (const char* t : kLaterTables) after[t] = QueryInt(std::string("SELECT COUNT(*) FROM ") + t);
+  EXPECT_EQ(after, before);
+  EXPECT_EQ(QueryInt("PRAGMA user_version"), LatestSchemaVersion());
+}
+
+// A database as a build at each earlier version of the file numbering left it: the first K
+// migrations applied, stamped as blocktune's, with a hardware profile, a sweep, a measurement
+// and its sample, and the tuned row it won (written with 0001's columns, which every later
+// version keeps). Opening it runs migrations K+1.. once and every row reads back.
+class OlderVersionTest : public MigrateTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(OlderVersionTest, MigratesToTheLatestKeepingItsRows) {
+  const int k = GetParam();
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    for (const auto& m : Migrations()) {
+      if (m.version > k) break;
+      ASSERT_EQ(sqlite3_exec(db, std::string(m.sql).c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << m.name;
+    }
+    const std::string seed =
+        "PRAGMA user_version = " + std::to_string(k) + "; PRAGMA application_id = " + std::to_string(kApplicationId) +
+        ";"
+        "INSERT INTO hardware_profiles (id, hardware_key, arch, isa, vendor, cpu_family, cpu_model, model_name, "
+        "cores, l1d_bytes, l2_bytes, l3_bytes, threads, first_seen_at) "
+        "VALUES (1, 'x86_64.avx2.amd.fam25_mod1.t1', 'x86_64', 'avx2', 'amd', 25, 1, 'cpu', 2, 1, 2, 3, 1, 't');"
+        "INSERT INTO sweeps (id, kernel, dtype, hardware_id, threads, strategy, budget, seed, shapes, status, "
+        "bucket_version, tool_version, created_at) "
+        "VALUES (7, 'matmul', 'f32', 1, 1, 'random', 3, 9, 'm=1,n=2,k=3', 'done', 1, 'old', 't');"
+        "INSERT INTO measurements (id, sweep_id, bucket, problem, config, outcome, median_ns, created_at) "
+        "VALUES (11, 7, 'm1_n2_k4', 'm=1,n=2,k=4', 'block_m=48', 'ok', 5, 't');"
+        "INSERT INTO samples (measurement_id, repetition, ns_per_iteration) VALUES (11, 0, 5);"
+        "INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, "
+        "sweep_id, measurement_id, measured_at) VALUES ('matmul', 'x86_64.avx2.amd.fam25_mod1.t1', 'f32', "
+        "'m1_n2_k4', 1, 'block_m=48', 5, 1, 7, 11, 't');";
+    char* err = nullptr;
+    ASSERT_EQ(sqlite3_exec(db, seed.c_str(), nullptr, nullptr, &err), SQLITE_OK) << k << ": " << (err ? err : "");
+    sqlite3_close(db);
+  }
+  ASSERT_EQ(QueryInt("PRAGMA user_version"), k);
+  {
+    auto s = Store::Open(path_);
+    ASSERT_TRUE(s) << k << ": " << s.error().ToString();
+    Store& st = **s;
+    EXPECT_EQ(st.maintenance().SchemaVersion(), LatestSchemaVersion());
+    auto sweep = st.sweeps().Get(7);
+    ASSERT_TRUE(sweep) << sweep.error().ToString();
+    EXPECT_EQ(sweep->request.strategy, tuner::Strategy::kRandom);
+    EXPECT_EQ(sweep->request.budget, 3);
+    EXPECT_EQ(sweep->status, SweepStatus::kDone);
+    auto measured = st.measurements().ListBucket(7, "m1_n2_k4");
+    ASSERT_TRUE(measured) << measured.error().ToString();
+    ASSERT_EQ(measured->size(), 1u);
+    EXPECT_EQ(measured->front().config.ToString(), "block_m=48");
+    EXPECT_EQ(measured->front().samples_ns.size(), 1u);
+    auto tuned = st.tuned().List("matmul");
+    ASSERT_TRUE(tuned) << tuned.error().ToString();
+    ASSERT_EQ(tuned->size(), 1u);
+    EXPECT_EQ(tuned->front().measurement_id, 11);
+    EXPECT_EQ(tuned->front().fingerprint, "");  // stored before 0010: unknown
+    EXPECT_EQ(st.maintenance().IntegrityCheck().value_or(""), "ok");
+  }
+  EXPECT_EQ(QueryInt("PRAGMA user_version"), LatestSchemaVersion());
+  EXPECT_EQ(QueryInt("SELECT COUNT(*) FROM samples"), 1);
+  // Once: a second open applies nothing (SQLite bumps the schema cookie on any schema change).
+  const int64_t cookie = QueryInt("PRAGMA schema_version");
+  ASSERT_TRUE(Store::Open(path_));
+  EXPECT_EQ(QueryInt("PRAGMA schema_version"), cookie);
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryEarlierVersion, OlderVersionTest, ::testing::Range(1, LatestSchemaVersion()));
 
 TEST_F(MigrateTest, RefusesAnotherApplicationsFileUntouched) {
   Exec("PRAGMA application_id = 1234; CREATE TABLE theirs (x INTEGER); PRAGMA user_version = 2;");

@@ -20,7 +20,7 @@
 #include "tuner/lookup.h"
 #include "tuner/measurement.h"
 
-namespace blocktune::wire {
+namespace blocktune::server::wire {
 
 using Json = nlohmann::ordered_json;  // keys keep insertion order: config keys in parameter order
 
@@ -160,4 +160,4 @@ Json EncodeConfig(const Config& c);
 // written next to its codec in server/wire/<resource>.cc.
 Json ComponentSchemas();
 
-}  // namespace blocktune::wire
+}  // namespace blocktune::server::wire
