@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "client/cli.h"
+#include "store/results_reader.h"
 #include "store/store.h"
 
 namespace blocktune::client {

@@ -2,7 +2,7 @@
 // connection (store/database.h) and exposes a class per table group, each with its SQL beside
 // its methods: hardware, sweeps (with idempotency keys and progress), tasks (the runner's
 // leases), measurements (with samples and the transfer prior), decisions (final rounds),
-// tuned entries, overrides, lookup misses, results from other databases (results.h), and maintenance (backup,
+// tuned entries, overrides, lookup misses, results from other databases (results_table.h), and maintenance (backup,
 // integrity, stats, schema version). Opening migrates an older schema forward (store/migrate.h), refuses a newer one,
 // checks integrity, and never rewrites a file that is not ours. Every table operation is one transaction under the
 // connection's one lock.
@@ -20,7 +20,7 @@
 #include "store/migrate.h"
 #include "store/misses_table.h"
 #include "store/overrides_table.h"
-#include "store/results.h"
+#include "store/results_table.h"
 #include "store/sweeps_table.h"
 #include "store/tasks_table.h"
 #include "store/tuned_table.h"

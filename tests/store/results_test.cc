@@ -1,8 +1,7 @@
-// Results from other databases (store/results.h): batches applied twice add nothing, every
-// sample is kept, winners are recomputed from the pool of every host with one hardware key and
-// never mixed across keys, inputs are read without a byte changing, and a newer schema or a
-// foreign file is refused.
-#include "store/results.h"
+// Results from other databases (store/results_table.h, store/results_reader.h): batches applied twice add nothing,
+// every sample is kept, winners are recomputed from the pool of every host with one hardware key and never mixed across
+// keys, inputs are read without a byte changing, and a newer schema or a foreign file is refused.
+#include "store/results_reader.h"
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
