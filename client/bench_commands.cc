@@ -68,15 +68,15 @@ struct BenchArgs {
 // Times two configs on one problem with their repetitions interleaved (A B A B ...), so a
 // drift in machine load hits both alike; returns the medians.
 std::pair<double, double> TimeInterleaved(KernelInstance& inst, const Config& a, const Config& b, int threads,
-                                          const tuner::TimingOptions& opt) {
-  tuner::TimingOptions one = opt;
+                                          const tuner::timing::TimingOptions& opt) {
+  tuner::timing::TimingOptions one = opt;
   one.repetitions = 1;
   std::vector<double> sa, sb;
   for (int r = 0; r < opt.repetitions; ++r) {
-    if (auto t = tuner::TimeRepeated([&] { return inst.Run(a, threads); }, one)) sa.push_back(t->median_ns);
-    if (auto t = tuner::TimeRepeated([&] { return inst.Run(b, threads); }, one)) sb.push_back(t->median_ns);
+    if (auto t = tuner::timing::TimeRepeated([&] { return inst.Run(a, threads); }, one)) sa.push_back(t->median_ns);
+    if (auto t = tuner::timing::TimeRepeated([&] { return inst.Run(b, threads); }, one)) sb.push_back(t->median_ns);
   }
-  return {tuner::Median(sa), tuner::Median(sb)};
+  return {tuner::timing::Median(sa), tuner::timing::Median(sb)};
 }
 
 // `bench KERNEL --compare`: for every bucket the checked-in table has for this host at
@@ -85,7 +85,7 @@ int RunBenchCompare(const Common& c, const KernelSpec& spec, const BenchArgs& a,
   HardwareProfile hw = HardwareProfile::Detect(a.threads);
   auto rows = codegen::ParseJsonl(codegen::CheckedInEntriesJsonl());
   if (!rows) return Fail(kExitFailed, "checked-in table: " + rows.error().ToString());
-  tuner::TimingOptions opt;
+  tuner::timing::TimingOptions opt;
   opt.min_repetition_ns = a.min_time_ms * 1e6;
   opt.repetitions = a.repetitions;
   Json out = Json::array();
@@ -212,12 +212,12 @@ int RunBench(const Common& c, const BenchArgs& a) {
   inst->PoisonOutputs();
   if (auto s = inst->Run(config, a.threads); !s) return Fail(kExitFailed, s.error().ToString());
   const VerifyReport v = inst->Verify();
-  tuner::TimingOptions opt;
+  tuner::timing::TimingOptions opt;
   opt.min_repetition_ns = a.min_time_ms * 1e6;
   opt.repetitions = a.repetitions;
-  tuner::TimingResult t;
+  tuner::timing::TimingResult t;
   if (v.ok) {
-    auto timed = tuner::TimeRepeated([&] { return inst->Run(config, a.threads); }, opt);
+    auto timed = tuner::timing::TimeRepeated([&] { return inst->Run(config, a.threads); }, opt);
     if (!timed) return Fail(kExitFailed, timed.error().ToString());
     t = std::move(*timed);
   }
@@ -294,7 +294,7 @@ int RunRegret(const Common& c, const RegretArgs& a) {
   if (plan->empty()) {
     return Fail(kExitFailed, "the table has no " + std::string(spec->name()) + " " + a.dtype + " rows to judge");
   }
-  tuner::TimingOptions timing;
+  tuner::timing::TimingOptions timing;
   timing.min_repetition_ns = a.min_time_ms * 1e6;
   timing.repetitions = a.repetitions;
   tuner::InProcessEvaluator evaluator;

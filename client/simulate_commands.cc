@@ -304,7 +304,7 @@ int RunCompare(const Common& c, const CompareArgs& a) {
     }
     const KernelSpec* spec = FindKernel(sa.request.kernel);
     if (spec == nullptr) return Fail(kExitFailed, "unknown kernel " + sa.request.kernel);
-    tuner::TimingOptions timing;
+    tuner::timing::TimingOptions timing;
     timing.min_repetition_ns = a.min_time_ms * 1e6;
     timing.repetitions = a.repetitions;
     tuner::InProcessEvaluator evaluator;

@@ -94,8 +94,8 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
     m.samples_ns = r.samples_ns;
     if (!r.samples_ns.empty()) {
       m.iterations = 1;
-      m.median_ns = tuner::Median(r.samples_ns);
-      m.cv = tuner::CoefficientOfVariation(r.samples_ns);
+      m.median_ns = tuner::timing::Median(r.samples_ns);
+      m.cv = tuner::timing::CoefficientOfVariation(r.samples_ns);
     }
     if (auto s = db.measurements().Record(m, task_id, summary.records); !s) return std::unexpected(s.error());
     ++counts[std::string(tuner::OutcomeName(m.outcome))];

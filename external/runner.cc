@@ -402,11 +402,11 @@ class Runners final : public tuner::RunnerMeasurer {
     while (true) {
       ++attempts;
       if (!Ask(request, spec, config, request.timing.repetitions, m)) return;
-      if (best.empty() || tuner::RobustCv(m.samples_ns) < tuner::RobustCv(best)) best = m.samples_ns;
-      if (tuner::RobustCv(best) <= request.timing.max_cv || attempts > request.timing.max_retries) break;
+      if (best.empty() || tuner::timing::RobustCv(m.samples_ns) < tuner::timing::RobustCv(best)) best = m.samples_ns;
+      if (tuner::timing::RobustCv(best) <= request.timing.max_cv || attempts > request.timing.max_retries) break;
     }
     Finish(m, best);
-    if (const double spread = tuner::RobustCv(best); spread > request.timing.max_cv) {
+    if (const double spread = tuner::timing::RobustCv(best); spread > request.timing.max_cv) {
       char buf[200];
       std::snprintf(buf, sizeof buf, "robust cv %.3f (cv %.3f) above %.3f after %d timing attempts", spread, m.cv,
                     request.timing.max_cv, attempts);
@@ -444,8 +444,8 @@ class Runners final : public tuner::RunnerMeasurer {
     m.outcome = Outcome::kOk;
     m.samples_ns = samples;
     m.iterations = 1;
-    m.median_ns = tuner::Median(samples);
-    m.cv = tuner::CoefficientOfVariation(samples);
+    m.median_ns = tuner::timing::Median(samples);
+    m.cv = tuner::timing::CoefficientOfVariation(samples);
   }
 
   // One request line and its answer. True with m.samples_ns filled for a measured config;

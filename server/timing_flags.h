@@ -1,7 +1,7 @@
 // The timing knobs of a sweep's measurements, declared once for the two programs that run sweeps:
 // blocktuned (its job runner) and `blocktune sweep --local` (the same runner in-process). Both
-// spell, range-check and document them identically, and copy them into tuner::TimingOptions the
-// same way.
+// spell, range-check and document them identically, and copy them into
+// tuner::timing::TimingOptions the same way.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,11 +13,11 @@
 namespace blocktune::server {
 
 struct TimingFlags {
-  double min_repetition_ms = tuner::TimingOptions{}.min_repetition_ns / 1e6;
-  int repetitions = tuner::TimingOptions{}.repetitions;
-  double max_cv = tuner::TimingOptions{}.max_cv;
+  double min_repetition_ms = tuner::timing::TimingOptions{}.min_repetition_ns / 1e6;
+  int repetitions = tuner::timing::TimingOptions{}.repetitions;
+  double max_cv = tuner::timing::TimingOptions{}.max_cv;
 
-  void ApplyTo(tuner::TimingOptions& timing) const {
+  void ApplyTo(tuner::timing::TimingOptions& timing) const {
     timing.min_repetition_ns = min_repetition_ms * 1e6;
     timing.repetitions = repetitions;
     timing.max_cv = max_cv;

@@ -322,7 +322,7 @@ Status SweepsTable::SetStatus(int64_t id, SweepStatus status, const std::string&
   return st->Run();
 }
 
-Status SweepsTable::SetEnvironment(int64_t id, const tuner::SweepEnvironment& env) {
+Status SweepsTable::SetEnvironment(int64_t id, const tuner::timing::SweepEnvironment& env) {
   auto lock = db_.Lock();
   auto st = db_.conn().Prepare(kSetSweepEnvironmentSql);
   if (!st) return std::unexpected(st.error());

@@ -41,7 +41,7 @@ struct SweepRecord {
   std::string created_at;
   std::string started_at;
   std::string finished_at;
-  tuner::SweepEnvironment environment;  // empty strings until the sweep starts
+  tuner::timing::SweepEnvironment environment;  // empty strings until the sweep starts
   // Provenance (migration 0011): the sweep's identity in every database it is merged into, the
   // host it ran on, its kernel's bucket version, and whether it came from another database
   // (blocktune db merge, POST /v1/results; never run here).
@@ -93,7 +93,7 @@ class SweepsTable {
   // Running stamps started_at once; done, failed and cancelled stamp finished_at.
   Status SetStatus(int64_t id, SweepStatus status, const std::string& error = {});
   // The environment a sweep runs in, captured when it starts (again on each resume).
-  Status SetEnvironment(int64_t id, const tuner::SweepEnvironment& env);
+  Status SetEnvironment(int64_t id, const tuner::timing::SweepEnvironment& env);
   // Queued or running sweep -> cancelled with its unfinished tasks. failed_precondition if the
   // sweep already finished, not_found if there is none.
   Result<SweepRecord> Cancel(int64_t id);

@@ -16,7 +16,7 @@ Result<std::optional<tuner::TunedEntry>> TaskSink::Incumbent(const std::string& 
   return store_.tuned().Get(kernel, hardware_key, dtype, bucket);
 }
 
-Status TaskSink::RecordEnvironment(const tuner::SweepEnvironment& environment) {
+Status TaskSink::RecordEnvironment(const tuner::timing::SweepEnvironment& environment) {
   return store_.sweeps().SetEnvironment(task_.sweep_id, environment);
 }
 

@@ -40,7 +40,7 @@ class TaskSink : public tuner::SweepSink {
   // The decision round needs the incumbent, and records the environment and the round itself.
   Result<std::optional<tuner::TunedEntry>> Incumbent(const std::string& kernel, const std::string& hardware_key,
                                                      DType dtype, const std::string& bucket) override;
-  Status RecordEnvironment(const tuner::SweepEnvironment& environment) override;
+  Status RecordEnvironment(const tuner::timing::SweepEnvironment& environment) override;
   Status RecordFinalRound(const tuner::FinalRound& round) override;
   // The transfer prior: earlier sweeps' and this sweep's earlier tasks' passing measurements.
   Result<std::vector<tuner::Measurement>> PriorMeasurements() override;

@@ -53,7 +53,7 @@ bool VerifyChecked(ReferenceCache& cache, const KernelSpec& spec, const Config& 
   const Problem problem = spec.VerificationProblem(config, bucket_problem);
   KernelInstance* inst = cache.Get(spec, problem);
   inst->PoisonOutputs();
-  const RunWatch watch(*inst);  // input checksums and output guard canaries
+  const verify::RunWatch watch(*inst);  // input checksums and output guard canaries
   if (auto s = inst->Run(config, threads); !s) {
     m.outcome = Outcome::kInvalid;
     m.detail = s.error().message;
@@ -89,7 +89,7 @@ bool VerifyWith(ReferenceCache& cache, const KernelSpec& spec, const Config& con
   return ok;
 }
 
-void FillTiming(const Result<TimingResult>& t, Measurement& m) {
+void FillTiming(const Result<timing::TimingResult>& t, Measurement& m) {
   if (!t) {
     m.outcome = Outcome::kInvalid;
     m.detail = t.error().message;
@@ -148,9 +148,9 @@ struct InProcessEvaluator::Cache {
 
   Rotation& Timed(const EvalRequest& r) {
     const HardwareProfile& host = HostHardware();
-    const int sets = r.timing.rotation_sets > 0
-                         ? r.timing.rotation_sets
-                         : RotationSets(r.spec->Bytes(r.problem), host.l2_bytes, host.l3_bytes, host.cores, r.threads);
+    const int sets = r.timing.rotation_sets > 0 ? r.timing.rotation_sets
+                                                : timing::RotationSets(r.spec->Bytes(r.problem), host.l2_bytes,
+                                                                       host.l3_bytes, host.cores, r.threads);
     const std::string key = std::string(r.spec->name()) + "|" + r.problem.ToString() + "|" + std::to_string(r.seed) +
                             "|" + std::to_string(sets);
     if (timed.sets.empty() || key != timed_key) {
@@ -175,26 +175,27 @@ namespace {
 // quietest attempt; interference only adds time and spread) at a fraction of its cost: one
 // preempted stretch used to cost a whole attempt (5 x 20 ms plus a warm-up and growth), and is
 // usually over after a repetition or two. `attempts` counts attempts' worth of repetitions.
-Result<TimingResult> TimeStable(Rotation& rot, const Config& config, const EvalRequest& r, int& attempts,
-                                EvalCosts& costs) {
+Result<timing::TimingResult> TimeStable(Rotation& rot, const Config& config, const EvalRequest& r, int& attempts,
+                                        EvalCosts& costs) {
   const auto run = [&] { return rot.Run(config, r.threads); };
-  auto t = TimeRepeated(run, r.timing);
+  auto t = timing::TimeRepeated(run, r.timing);
   attempts = 1;
   if (!t) return t;
   costs.calibrate_s += t->calibrate_ns * 1e-9;
   const size_t window = t->samples_ns.size();
   std::vector<double> all = t->samples_ns;
   size_t best = 0;  // start of the quietest window so far
-  double best_cv = RobustCv(t->samples_ns);
+  double best_cv = timing::RobustCv(t->samples_ns);
   const int64_t extra_max = static_cast<int64_t>(std::max(r.timing.max_retries, 0)) * static_cast<int64_t>(window);
   int64_t extra = 0;
   while (window > 0 && best_cv > r.timing.max_cv && extra < extra_max) {
-    auto one = TimeFixed(run, t->iterations);
+    auto one = timing::TimeFixed(run, t->iterations);
     if (!one) return std::unexpected(one.error());
     all.push_back(*one);
     ++extra;
     const size_t start = all.size() - window;
-    const double cv = RobustCv(std::vector<double>(all.begin() + static_cast<std::ptrdiff_t>(start), all.end()));
+    const double cv =
+        timing::RobustCv(std::vector<double>(all.begin() + static_cast<std::ptrdiff_t>(start), all.end()));
     if (cv < best_cv) {
       best_cv = cv;
       best = start;
@@ -205,8 +206,8 @@ Result<TimingResult> TimeStable(Rotation& rot, const Config& config, const EvalR
     costs.retries += extra;
     t->samples_ns.assign(all.begin() + static_cast<std::ptrdiff_t>(best),
                          all.begin() + static_cast<std::ptrdiff_t>(best + window));
-    t->median_ns = Median(t->samples_ns);
-    t->cv = CoefficientOfVariation(t->samples_ns);
+    t->median_ns = timing::Median(t->samples_ns);
+    t->cv = timing::CoefficientOfVariation(t->samples_ns);
     double kept = 0, total = 0;
     for (double ns : t->samples_ns) kept += ns;
     for (double ns : all) total += ns;
@@ -223,8 +224,8 @@ void JudgeTiming(const EvalRequest& r, int attempts, Measurement& m) {
   if (m.outcome != Outcome::kOk) return;
   char buf[256];
   if (r.timing.check_floor) {
-    const double floor_ns =
-        PhysicalFloorNs(*r.spec, r.problem, PeaksFor(HostHardware().cpu.isa, r.problem.dtype, r.threads));
+    const double floor_ns = timing::PhysicalFloorNs(
+        *r.spec, r.problem, timing::PeaksFor(HostHardware().cpu.isa, r.problem.dtype, r.threads));
     if (m.median_ns < floor_ns) {
       std::snprintf(buf, sizeof buf, ": median %.0f ns < %.0f ns (flops at peak FMA rate, bytes at 1 TB/s per thread)",
                     m.median_ns, floor_ns);
@@ -233,7 +234,7 @@ void JudgeTiming(const EvalRequest& r, int attempts, Measurement& m) {
       return;
     }
   }
-  if (const double spread = RobustCv(m.samples_ns); spread > r.timing.max_cv) {
+  if (const double spread = timing::RobustCv(m.samples_ns); spread > r.timing.max_cv) {
     std::snprintf(buf, sizeof buf,
                   "robust cv %.3f (cv %.3f) above %.3f after %d timing attempts (quietest window of %zu consecutive "
                   "repetitions kept)",
@@ -296,14 +297,14 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
   // Calibrate each config's iteration count first (no repetitions), then take repetition r
   // of every config before repetition r + 1 of any. A config this process calibrated on this
   // problem already gets one warm-up call at its known count instead.
-  TimingOptions calibrate = request.timing;
+  timing::TimingOptions calibrate = request.timing;
   calibrate.repetitions = 0;
   std::vector<int64_t> iterations(configs.size(), 0);
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto run = [&] { return rot.Run(configs[i], request.threads); };
     if (auto known = cache_->calibrated.find(configs[i].ToString() + "|" + std::to_string(request.threads));
         known != cache_->calibrated.end()) {
-      auto warm = TimeFixed(run, 1);
+      auto warm = timing::TimeFixed(run, 1);
       if (!warm) {
         FillTiming(std::unexpected(warm.error()), out[i]);
         continue;
@@ -314,7 +315,7 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
       out[i].iterations = known->second;
       continue;
     }
-    auto t = TimeRepeated(run, calibrate);
+    auto t = timing::TimeRepeated(run, calibrate);
     if (!t) {
       FillTiming(t, out[i]);
       continue;
@@ -327,7 +328,7 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
   for (int r = 0; r < request.timing.repetitions; ++r) {
     for (size_t i = 0; i < configs.size(); ++i) {
       if (out[i].outcome != Outcome::kOk) continue;
-      auto t = TimeFixed([&] { return rot.Run(configs[i], request.threads); }, iterations[i]);
+      auto t = timing::TimeFixed([&] { return rot.Run(configs[i], request.threads); }, iterations[i]);
       if (!t) {
         FillTiming(std::unexpected(t.error()), out[i]);
         continue;
@@ -338,8 +339,8 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
   }
   for (Measurement& m : out) {
     if (m.outcome != Outcome::kOk) continue;
-    m.median_ns = Median(m.samples_ns);
-    m.cv = CoefficientOfVariation(m.samples_ns);
+    m.median_ns = timing::Median(m.samples_ns);
+    m.cv = timing::CoefficientOfVariation(m.samples_ns);
   }
   return out;
 }

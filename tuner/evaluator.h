@@ -25,7 +25,7 @@ struct EvalRequest {
   Problem problem;
   int threads = 1;
   uint64_t seed = 1;
-  TimingOptions timing;
+  timing::TimingOptions timing;
   // The ISA level the kernel runs at ("avx512", "avx2", "base"); empty = this process's level
   // (HostHardware). A WorkerEvaluator starts its worker with BLOCKTUNE_ISA set to it; an
   // InProcessEvaluator can only run its own level (see kernels/core/hardware.h ForceIsa).

@@ -25,7 +25,7 @@ namespace blocktune::tuner {
 
 struct GateOptions {
   bool force = false;
-  TimingOptions timing;          // `repetitions` interleaved rounds of both configs
+  timing::TimingOptions timing;  // `repetitions` interleaved rounds of both configs
   double min_noise_band = 0.02;  // as SweepOptions::min_noise_band
   // Verifies and times both configs. The CLI passes a WorkerEvaluator, so a config that
   // crashes or hangs becomes that config's outcome (the new row is refused, or the old one

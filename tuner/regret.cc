@@ -79,7 +79,7 @@ Result<std::vector<RegretBucketPlan>> PlanRegret(const KernelSpec& spec, const s
 }
 
 RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucketPlan>& plan, const HardwareProfile& hw,
-                           Evaluator& evaluator, const TimingOptions& timing, double min_noise_band) {
+                           Evaluator& evaluator, const timing::TimingOptions& timing, double min_noise_band) {
   RegretReport report;
   report.hardware = hw.Key();
   report.threads = hw.threads;
@@ -145,7 +145,7 @@ RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucke
       r.detail = m.detail;
       if (m.outcome == Outcome::kOk && m.median_ns > 0) {
         r.median_ns = m.median_ns;
-        r.cv = RobustCv(m.samples_ns);
+        r.cv = timing::RobustCv(m.samples_ns);
         if (def.outcome == Outcome::kOk && def.median_ns > 0) {
           r.speedup_vs_default = def.median_ns / m.median_ns;
           r.beyond_noise =

@@ -96,7 +96,7 @@ struct RegretReport {
 // Validates every candidate on `hw`, verifies it against the reference, then times the passing
 // ones of each bucket interleaved (identical configs once) and fills the ratios.
 RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucketPlan>& plan, const HardwareProfile& hw,
-                           Evaluator& evaluator, const TimingOptions& timing, double min_noise_band);
+                           Evaluator& evaluator, const timing::TimingOptions& timing, double min_noise_band);
 
 // The per-level summary of measured buckets (served rows only).
 std::vector<RegretLevelSummary> SummarizeRegret(const std::vector<RegretBucket>& buckets);

@@ -193,7 +193,7 @@ double NoiseBand(double cv_a, double cv_b, int64_t samples, double min_band) {
 
 double NoiseBand(const Measurement& a, const Measurement& b, double min_band) {
   const auto samples = static_cast<int64_t>(std::min(a.samples_ns.size(), b.samples_ns.size()));
-  return NoiseBand(RobustCv(a.samples_ns), RobustCv(b.samples_ns), samples, min_band);
+  return NoiseBand(timing::RobustCv(a.samples_ns), timing::RobustCv(b.samples_ns), samples, min_band);
 }
 
 const Measurement* SelectWinner(const std::vector<Measurement>& measurements) {
@@ -226,7 +226,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
   int64_t total = PlannedTotal(*plans);
   int64_t done = 0;
 
-  const SweepEnvironment environment = CaptureEnvironment(options.tool_version);
+  const timing::SweepEnvironment environment = timing::CaptureEnvironment(options.tool_version);
   {
     PhaseTimer t(bd.store_s);
     if (auto s = sink.RecordEnvironment(environment); !s) return std::unexpected(s.error());

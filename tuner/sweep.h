@@ -62,7 +62,7 @@ class SweepSink {
     return std::optional<TunedEntry>();
   }
   // The conditions the sweep runs under; called once per RunSweep before anything is timed.
-  virtual Status RecordEnvironment(const SweepEnvironment& /*environment*/) { return {}; }
+  virtual Status RecordEnvironment(const timing::SweepEnvironment& /*environment*/) { return {}; }
   // The decision round of a bucket; a resumed sweep repeats the round and records it again.
   virtual Status RecordFinalRound(const FinalRound& /*round*/) { return {}; }
   // Passing measurements of this sweep's kernel, dtype and threads on this hardware from
@@ -102,7 +102,7 @@ class SweepSink {
 };
 
 struct SweepOptions {
-  TimingOptions timing;
+  timing::TimingOptions timing;
   // Where configs run; nullptr = an InProcessEvaluator owned by RunSweep. Not owned.
   Evaluator* evaluator = nullptr;
   // How many of the search's best configs are re-timed interleaved before the winner is

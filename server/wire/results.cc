@@ -152,7 +152,7 @@ Result<store::SweepRecord> DecodeSweep(const Json& j, const Limits& limits) {
   }
   const Json& env = j.contains("environment") ? j["environment"] : kNull;
   if (!env.is_object()) return InvalidArgument("must be an object", "sweep.environment");
-  tuner::SweepEnvironment& e = s.environment;
+  tuner::timing::SweepEnvironment& e = s.environment;
   std::pair<const char*, std::string*> env_fields[] = {
       {"load_average", &e.load_average}, {"affinity", &e.affinity},       {"governor", &e.governor},
       {"compiler", &e.compiler},         {"build_flags", &e.build_flags}, {"tool_version", &e.tool_version}};
@@ -279,7 +279,7 @@ void AddResultsSchemas(Json& s) {
 
 Json EncodeResultsBatch(const store::ResultsBatch& b) {
   const store::SweepRecord& s = b.sweep;
-  const tuner::SweepEnvironment& e = s.environment;
+  const tuner::timing::SweepEnvironment& e = s.environment;
   Json shapes = Json::array();
   for (const auto& sh : s.request.shapes) shapes.push_back(EncodeConfig(sh));
   Json sweep{{"uid", s.uid},

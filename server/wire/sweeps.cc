@@ -295,7 +295,7 @@ Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progre
   j["created_at"] = s.created_at;
   j["started_at"] = s.started_at;
   j["finished_at"] = s.finished_at;
-  const tuner::SweepEnvironment& e = s.environment;
+  const tuner::timing::SweepEnvironment& e = s.environment;
   j["environment"] = {{"load_average", e.load_average}, {"affinity", e.affinity},
                       {"governor", e.governor},         {"compiler", e.compiler},
                       {"build_flags", e.build_flags},   {"tool_version", e.tool_version}};

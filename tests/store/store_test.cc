@@ -475,7 +475,7 @@ TEST_F(StoreTest, EnvironmentFinalRoundAndIncumbentRoundTrip) {
   auto task = st.tasks().LeaseNext();
   ASSERT_TRUE(task && *task);
   TaskSink sink(st, **task);
-  tuner::SweepEnvironment env = tuner::CaptureEnvironment("blocktune test");
+  tuner::timing::SweepEnvironment env = tuner::timing::CaptureEnvironment("blocktune test");
   ASSERT_TRUE(sink.RecordEnvironment(env));
   auto rec = st.sweeps().Get(sweep);
   EXPECT_EQ(rec->environment.load_average, env.load_average);

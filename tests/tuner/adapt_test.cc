@@ -304,14 +304,14 @@ TEST(Adapt, TheSweepReportsWhereItsWallTimeWent) {
 
 TEST(Timing, TheBatchThatEndsTheGrowthIsTheFirstRepetition) {
   int calls = 0;
-  TimingOptions o;
+  timing::TimingOptions o;
   o.min_repetition_ns = 2e6;
   o.repetitions = 3;
   const auto run = [&]() -> Status {
     ++calls;
     return {};
   };
-  auto t = TimeRepeated(run, o);
+  auto t = timing::TimeRepeated(run, o);
   ASSERT_TRUE(t);
   ASSERT_EQ(t->samples_ns.size(), 3u);
   EXPECT_GT(t->iterations, 1);
@@ -324,7 +324,7 @@ TEST(Timing, TheBatchThatEndsTheGrowthIsTheFirstRepetition) {
   // Warm-up, the growth batches and two more repetitions: the batch that reached the minimum
   // was not run a second time.
   const int before = calls;
-  auto again = TimeRepeatedAt(run, o, t->iterations);
+  auto again = timing::TimeRepeatedAt(run, o, t->iterations);
   ASSERT_TRUE(again);
   EXPECT_EQ(calls - before, 3 * t->iterations);
   EXPECT_EQ(again->samples_ns.size(), 3u);

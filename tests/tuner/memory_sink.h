@@ -33,7 +33,7 @@ class MemorySink : public tuner::SweepSink {
                                                      const std::string&) override {
     return incumbent;
   }
-  Status RecordEnvironment(const tuner::SweepEnvironment& env) override {
+  Status RecordEnvironment(const tuner::timing::SweepEnvironment& env) override {
     environment = env;
     return {};
   }
@@ -49,7 +49,7 @@ class MemorySink : public tuner::SweepSink {
   int64_t last_done = 0;                  // progress passed with the last Record
   int64_t last_total = 0;
   std::optional<tuner::TunedEntry> incumbent;
-  tuner::SweepEnvironment environment;
+  tuner::timing::SweepEnvironment environment;
   std::vector<tuner::FinalRound> rounds;
 };
 

@@ -98,7 +98,7 @@ TEST(Regret, MeasuredReportIsConsistent) {
   auto plan = PlanRegret(spec, rows, kHost, DType::kF32, {});
   ASSERT_TRUE(plan);
   HardwareProfile hw = HardwareProfile::Detect(1);
-  TimingOptions timing;
+  timing::TimingOptions timing;
   timing.min_repetition_ns = 1e6;
   timing.repetitions = 3;
   timing.rotation_sets = 1;

@@ -149,18 +149,18 @@ TEST(Search, RandomPlanIsDeterministicPerSeed) {
 }
 
 TEST(Timing, MedianAndCoefficientOfVariation) {
-  EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);
-  EXPECT_DOUBLE_EQ(Median({4, 1, 3, 2}), 2.5);
-  EXPECT_DOUBLE_EQ(CoefficientOfVariation({5, 5, 5}), 0);
-  EXPECT_NEAR(CoefficientOfVariation({1, 3}), std::sqrt(2.0) / 2, 1e-12);
+  EXPECT_DOUBLE_EQ(timing::Median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(timing::Median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(timing::CoefficientOfVariation({5, 5, 5}), 0);
+  EXPECT_NEAR(timing::CoefficientOfVariation({1, 3}), std::sqrt(2.0) / 2, 1e-12);
 }
 
 TEST(Timing, GrowsIterationsToTheMinimumTimeAndStopsOnError) {
   int calls = 0;
-  TimingOptions o;
+  timing::TimingOptions o;
   o.min_repetition_ns = 1e6;
   o.repetitions = 4;
-  auto t = TimeRepeated(
+  auto t = timing::TimeRepeated(
       [&]() -> Status {
         ++calls;
         return {};
@@ -171,7 +171,7 @@ TEST(Timing, GrowsIterationsToTheMinimumTimeAndStopsOnError) {
   EXPECT_GT(t->iterations, 1);
   EXPECT_GE(calls, 4 * t->iterations);
   int n = 0;
-  auto failing = TimeRepeated(
+  auto failing = timing::TimeRepeated(
       [&]() -> Status {
         if (++n == 3) return InvalidArgument("boom");
         return {};

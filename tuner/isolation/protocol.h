@@ -40,7 +40,7 @@ struct WorkerRequest {
   Problem problem;     // the timed problem (the bucket's representative)
   int threads = 1;
   uint64_t seed = 1;
-  TimingOptions timing;
+  timing::TimingOptions timing;
   std::vector<Config> configs;  // kMeasure: exactly one
 };
 

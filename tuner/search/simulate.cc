@@ -509,7 +509,7 @@ AgreementReport CompareChoices(const std::vector<StoredBucket>& a,
 AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
                                  const std::vector<std::pair<std::string, Config>>& chosen_a,
                                  const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
-                                 const TimingOptions& timing, double tolerance) {
+                                 const timing::TimingOptions& timing, double tolerance) {
   return Agreement(
       chosen_a, chosen_b, tolerance, 'R',
       [&](const std::string& bucket, const Config& ca, const Config& cb) -> std::optional<Judgement> {

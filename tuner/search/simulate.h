@@ -163,6 +163,6 @@ AgreementReport CompareChoices(const std::vector<StoredBucket>& a,
 AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
                                  const std::vector<std::pair<std::string, Config>>& chosen_a,
                                  const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
-                                 const TimingOptions& timing, double tolerance);
+                                 const timing::TimingOptions& timing, double tolerance);
 
 }  // namespace blocktune::tuner

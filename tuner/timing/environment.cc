@@ -10,7 +10,7 @@
 #define BLOCKTUNE_BUILD_FLAGS "unknown"
 #endif
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::timing {
 namespace {
 
 std::string ReadFirstLine(const char* path) {
@@ -57,4 +57,4 @@ SweepEnvironment CaptureEnvironment(const std::string& tool_version) {
   return e;
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::timing

@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::timing {
 
 struct SweepEnvironment {
   std::string load_average;  // /proc/loadavg's 1, 5 and 15 minute averages, e.g. "0.52 0.40 0.31"
@@ -19,4 +19,4 @@ struct SweepEnvironment {
 // Reads /proc and sysfs now; fields that cannot be read stay empty, never an error.
 SweepEnvironment CaptureEnvironment(const std::string& tool_version);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::timing

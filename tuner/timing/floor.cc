@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::timing {
 
 PhysicalPeaks PeaksFor(const std::string& isa, DType dtype, int threads) {
   constexpr double kGhz = 6.0;
@@ -22,4 +22,4 @@ double PhysicalFloorNs(const KernelSpec& spec, const Problem& problem, const Phy
   return std::max(flops, bytes);
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::timing

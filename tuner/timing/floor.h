@@ -9,7 +9,7 @@
 
 #include "kernels/core/kernel_spec.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::timing {
 
 struct PhysicalPeaks {
   double flops_per_ns = 0;  // all threads together
@@ -26,4 +26,4 @@ PhysicalPeaks PeaksFor(const std::string& isa, DType dtype, int threads);
 // max(flops / peak flops, bytes / peak bandwidth) in ns.
 double PhysicalFloorNs(const KernelSpec& spec, const Problem& problem, const PhysicalPeaks& peaks);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::timing

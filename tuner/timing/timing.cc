@@ -5,7 +5,7 @@
 #include <chrono>
 #include <cmath>
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::timing {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -138,4 +138,4 @@ Result<TimingResult> TimeRepeatedAt(const std::function<Status()>& run, const Ti
   return result;
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::timing

@@ -9,7 +9,7 @@
 
 #include "kernels/core/result.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::timing {
 
 struct TimingOptions {
   // 20 ms per repetition keeps timer resolution (~20 ns) and scheduler noise (a 1-4 ms tick)
@@ -75,4 +75,4 @@ Result<TimingResult> TimeRepeatedAt(const std::function<Status()>& run, const Ti
 // One batch of exactly `iterations` calls; returns the per-call time in ns.
 Result<double> TimeFixed(const std::function<Status()>& run, int64_t iterations);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::timing

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::verify {
 
 uint64_t HashBytes(const std::byte* data, size_t size) {
   uint64_t h = 14695981039346656037ull;
@@ -39,4 +39,4 @@ std::optional<WatchViolation> RunWatch::Check() const {
   return std::nullopt;
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::verify

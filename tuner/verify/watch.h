@@ -12,7 +12,7 @@
 
 #include "kernels/core/kernel_spec.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::verify {
 
 struct WatchViolation {
   bool inputs_modified = false;  // the instance's inputs are no longer what its reference used
@@ -39,4 +39,4 @@ class RunWatch {
 // FNV-1a over the bytes: 64 bits make an accidental match of a modified input ~2^-64.
 uint64_t HashBytes(const std::byte* data, size_t size);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::verify
