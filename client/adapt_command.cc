@@ -128,12 +128,12 @@ int Generate(const Common& c, const AdaptArgs& a, const std::string& db) {
   tuner::GateOptions gate;
   gate.timing.repetitions = a.gate_repetitions;
   gate.timing.min_repetition_ns = a.gate_min_time_ms * 1e6;
-  tuner::WorkerOptions worker_options;
-  auto path = tuner::LocateWorker(a.worker);
+  tuner::isolation::WorkerOptions worker_options;
+  auto path = tuner::isolation::LocateWorker(a.worker);
   if (!path) return Fail(kExitFailed, "regression gate: " + path.error().ToString() + " (--worker PATH)");
   worker_options.worker_path = *path;
   worker_options.kernel_dirs = c.kernel_dirs;
-  tuner::WorkerEvaluator worker(worker_options);
+  tuner::isolation::WorkerEvaluator worker(worker_options);
   gate.evaluator = &worker;
   std::vector<tuner::GateEvent> events;
   auto merged = tuner::GatedMerge(std::move(*base), *rows, gate, &events);
@@ -186,7 +186,7 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
 
   // Local: the daemon's job runner in this process (as `sweep --local`), configs in workers.
   const std::string db = a.db.empty() && a.local ? std::string("var/blocktune.db") : a.db;
-  std::optional<tuner::WorkerEvaluator> worker;
+  std::optional<tuner::isolation::WorkerEvaluator> worker;
   std::unique_ptr<server::Service> service;
   if (a.local) {
     auto store = OpenLocalStore(db);
@@ -201,8 +201,8 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     // all its sweeps at once.
     service_options.sweep_burst =
         std::max<double>(service_options.sweep_burst, static_cast<double>(plan->units.size()));
-    tuner::WorkerOptions worker_options;
-    auto path = tuner::LocateWorker(a.worker);
+    tuner::isolation::WorkerOptions worker_options;
+    auto path = tuner::isolation::LocateWorker(a.worker);
     if (!path) return Fail(kExitUsage, path.error().message);
     worker_options.worker_path = *path;
     worker_options.kernel_dirs = c.kernel_dirs;

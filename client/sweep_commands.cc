@@ -170,12 +170,12 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const server::wire::Sweep
   a.timing.ApplyTo(options.sweep.timing);
   // Configs run in worker processes here too: a crashing config is a recorded outcome, not
   // the end of the CLI (--in-process for debugging).
-  tuner::WorkerOptions worker_options;
+  tuner::isolation::WorkerOptions worker_options;
   worker_options.worker_path = a.worker;
   worker_options.kernel_dirs = c.kernel_dirs;  // the worker loads the same external kernels
-  std::optional<tuner::WorkerEvaluator> worker;
+  std::optional<tuner::isolation::WorkerEvaluator> worker;
   if (!a.in_process) {
-    auto path = tuner::LocateWorker(worker_options.worker_path);
+    auto path = tuner::isolation::LocateWorker(worker_options.worker_path);
     if (!path) return Fail(kExitUsage, path.error().message + " (or pass --in-process)");
     worker_options.worker_path = *path;
     worker.emplace(worker_options);

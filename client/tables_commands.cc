@@ -95,10 +95,10 @@ int RunTablesGenerate(const Common& c, const TablesArgs& a) {
       gate.force = a.force;
       gate.timing.repetitions = a.gate_repetitions;
       gate.timing.min_repetition_ns = a.gate_min_time_ms * 1e6;
-      std::optional<tuner::WorkerEvaluator> worker;
+      std::optional<tuner::isolation::WorkerEvaluator> worker;
       if (!a.force) {  // --force times nothing
-        tuner::WorkerOptions worker_options;
-        auto path = tuner::LocateWorker(a.worker);
+        tuner::isolation::WorkerOptions worker_options;
+        auto path = tuner::isolation::LocateWorker(a.worker);
         if (!path) return Fail(kExitFailed, "regression gate: " + path.error().ToString() + " (--worker PATH)");
         worker_options.worker_path = *path;
         worker_options.kernel_dirs = c.kernel_dirs;  // the worker loads the same external kernels

@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
   server::AddTimingFlags(&app, timing);
   bool in_process = false;
-  tuner::WorkerOptions worker_options;
+  tuner::isolation::WorkerOptions worker_options;
   int64_t worker_memory_mb = 0;
   app.add_flag("--in-process", in_process,
                "run configs inside the daemon instead of worker processes (debugging only: a crashing config takes the "
@@ -206,14 +206,14 @@ int main(int argc, char** argv) {
   worker_options.memory_limit_bytes = worker_memory_mb < 0 ? -1 : worker_memory_mb << 20;
   worker_options.sched_idle = worker_sched == "idle";
   if (!in_process) {
-    auto worker_path = tuner::LocateWorker(worker_options.worker_path);
+    auto worker_path = tuner::isolation::LocateWorker(worker_options.worker_path);
     if (!worker_path) {
       spdlog::critical("{} (or pass --in-process)", worker_path.error().message);
       return kExitWorker;
     }
     worker_options.worker_path = *worker_path;
   }
-  tuner::WorkerEvaluator worker(worker_options);  // outlives the service, which uses it
+  tuner::isolation::WorkerEvaluator worker(worker_options);  // outlives the service, which uses it
 
   server::ServiceOptions service_options;
   if (!in_process) service_options.sweep.evaluator = &worker;

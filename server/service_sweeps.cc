@@ -83,7 +83,7 @@ Result<store::CreatedSweep> Service::SubmitSweep(const KernelSpec& spec, const t
   hw.threads = request.threads;
   if (!request.isa.empty()) {
     // Any level the CPU runs, also above the daemon's own --isa: the workers are started with
-    // BLOCKTUNE_ISA set to it (tuner/isolation/worker_evaluator.cc).
+    // BLOCKTUNE_ISA set to it (tuner/isolation/worker_process.cc).
     if (tables::IsaRank(request.isa) > tables::IsaRank(NativeIsa())) {
       return InvalidArgument("isa " + request.isa + " cannot run on this CPU (it runs " + NativeIsa() + ")", "isa");
     }

@@ -1,7 +1,7 @@
 // Evaluator: how the sweep engine gets one config verified and timed. The engine (sweep.cc)
 // decides *what* to measure; an Evaluator decides *where*: InProcessEvaluator runs the kernel in
 // the calling process (tests, `blocktune bench`, and the body of a worker process), while the
-// worker evaluator (tuner/worker/) ships the same request to an isolated worker process that
+// worker evaluator (tuner/isolation/) ships the same request to an isolated worker process that
 // runs InProcessEvaluator and reports back, so a config that crashes, hangs or eats memory
 // becomes a recorded outcome instead of taking the daemon down.
 #pragma once

@@ -333,12 +333,12 @@ TEST_F(RunnerTest, CrashHangAndGarbageThroughWorkerProcesses) {
   for (const auto& c : cases) {
     std::ofstream(dir.File(std::string(c.name) + ".json")) << Spec(c.name, c.script, true, 0.5);
   }
-  tuner::WorkerOptions options;
-  auto path = tuner::LocateWorker("");
+  tuner::isolation::WorkerOptions options;
+  auto path = tuner::isolation::LocateWorker("");
   ASSERT_TRUE(path) << path.error().message;
   options.worker_path = *path;
   options.kernel_dirs = {dir.path().string()};
-  tuner::WorkerEvaluator worker(options);
+  tuner::isolation::WorkerEvaluator worker(options);
   for (const auto& c : cases) {
     auto spec = ParseKernelSpec(Spec(c.name, c.script, true, 0.5), "x.json", "/");
     ASSERT_TRUE(spec);
@@ -412,12 +412,12 @@ TEST_F(RunnerTest, WhatARunnerStartedDiesWithItThroughWorkerProcesses) {
   };
   for (const auto& c : cases)
     std::ofstream(dir.File(std::string(c.name) + ".json")) << Spec(c.name, c.script, true, 0.5);
-  tuner::WorkerOptions options;
-  auto path = tuner::LocateWorker("");
+  tuner::isolation::WorkerOptions options;
+  auto path = tuner::isolation::LocateWorker("");
   ASSERT_TRUE(path) << path.error().message;
   options.worker_path = *path;
   options.kernel_dirs = {dir.path().string()};
-  tuner::WorkerEvaluator worker(options);
+  tuner::isolation::WorkerEvaluator worker(options);
   for (const auto& c : cases) {
     auto spec = ParseKernelSpec(Spec(c.name, c.script, true, 0.5), "x.json", "/");
     ASSERT_TRUE(spec);

@@ -33,6 +33,8 @@ int64_t ConfigId(const std::string& config) {
 using blocktune::testing::Fault;
 using blocktune::testing::FaultName;
 using blocktune::testing::FaultSpec;
+using isolation::WorkerEvaluator;
+using isolation::WorkerOptions;
 
 // 300 ms is ~100x what a correct fault-kernel config needs (start-up, a 256-element
 // verification and ~1 ms of timing), and keeps 49 hangs at ~15 s.

@@ -24,7 +24,7 @@
 #include "tuner/isolation/protocol.h"
 #include "tuner/isolation/worker_evaluator.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::isolation {
 namespace {
 
 using blocktune::testing::Fault;
@@ -376,4 +376,4 @@ TEST(InProcessEvaluator, AConfigThatModifiesInputsDoesNotPoisonTheNextOne) {
 // tests/kernels/conformance_test.cc, over the registry.
 
 }  // namespace
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::isolation

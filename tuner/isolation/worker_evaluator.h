@@ -2,14 +2,16 @@
 // config that segfaults, hangs, exhausts memory or scribbles over the process becomes a
 // recorded outcome instead of taking the daemon (and its SQLite handle) down.
 //
-// The worker is blocktune-worker, started with posix_spawn (fork+exec in one step, no copy of
-// the daemon's threads or heap): stdin is /dev/null, stdout and stderr go to a pipe this side
-// drains while a request is in flight (a flooding kernel never blocks, and the last bytes are
-// kept for the outcome's detail), the channel is a socketpair end on descriptor 3, and every
-// other descriptor is closed. The worker is reused while it returns verdicts and is replaced
-// lazily after anything else: a timeout (SIGKILL, then reaped), a crash, an out-of-memory exit,
-// a protocol error, or a verdict other than ok / invalid (a config that produced garbage may
-// also have corrupted the worker's memory). Every child is reaped; none outlives this object.
+// This side of it is the conversation: each request goes to blocktune-worker as one frame on
+// the channel (protocol.h), and the answer is read back within a limit that grows with the
+// work and with the time the worker waited for a CPU; no answer becomes an outcome (timeout,
+// crashed, out_of_memory, worker_lost) with the last bytes the worker printed. The process
+// (started with posix_spawn, its descriptors, signals and environment, killed and reaped) is
+// WorkerProcess's (worker_process.h). The worker is reused while it returns verdicts and is
+// replaced lazily after anything else: a timeout (SIGKILL, then reaped), a crash, an
+// out-of-memory exit, a protocol error, or a verdict other than ok / invalid (a config that
+// produced garbage may also have corrupted the worker's memory). Every child is reaped; none
+// outlives this object.
 //
 // One thread at a time may call Measure / MeasureInterleaved (the daemon's job runner); Abort
 // may be called from any thread.
@@ -19,15 +21,15 @@
 
 #include <atomic>
 #include <cstdint>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "kernels/core/result.h"
 #include "tuner/evaluator.h"
 #include "tuner/isolation/protocol.h"
+#include "tuner/isolation/worker_process.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::isolation {
 
 struct WorkerOptions {
   // The worker executable; empty = blocktune-worker next to this program (/proc/self/exe).
@@ -60,17 +62,6 @@ struct WorkerOptions {
 // least min_repetition_ns long.
 double DefaultTimeout(const EvalRequest& request, size_t configs, double min_timeout_s);
 
-// The physical memory of the machine in bytes (sysconf), 0 if unknown.
-int64_t PhysicalMemoryBytes();
-
-// "blocktune-worker" next to the running executable (else the one this build tree made), or
-// `path` if given; an error if it is not an executable file (so a daemon can refuse to start
-// instead of failing every config).
-Result<std::string> LocateWorker(const std::string& path);
-
-// "SIGSEGV" for 11, ...; "signal N" for ones without a name here.
-std::string SignalName(int signal);
-
 class WorkerEvaluator : public Evaluator {
  public:
   explicit WorkerEvaluator(WorkerOptions options);
@@ -92,7 +83,7 @@ class WorkerEvaluator : public Evaluator {
   void RestartBeforeNextRequest() { restart_ = true; }
 
   // For tests and logs.
-  pid_t worker_pid() const { return pid_.load(); }
+  pid_t worker_pid() const { return process_.pid(); }
   int64_t workers_started() const { return workers_started_; }
   // Run-queue wait of the worker during the last request, by which its deadline was extended.
   double last_starved_s() const { return last_starved_s_; }
@@ -104,38 +95,25 @@ class WorkerEvaluator : public Evaluator {
   struct Exchange {
     bool ok = false;
     double wall_s = 0;  // the round trip, spawn included
-    isolation::WorkerResponse response;
+    WorkerResponse response;
     Outcome outcome = Outcome::kWorkerLost;
     std::string detail;
   };
 
   // RoundTripOnce plus its costs (costs_).
-  Exchange RoundTrip(const isolation::WorkerRequest& request, double timeout_s);
-  Exchange RoundTripOnce(const isolation::WorkerRequest& request, double timeout_s);
+  Exchange RoundTrip(const WorkerRequest& request, double timeout_s);
+  Exchange RoundTripOnce(const WorkerRequest& request, double timeout_s);
   Status EnsureWorker();
   // SpawnAndAwait, timed into costs_.spawn_s.
   Status Spawn();
   Status SpawnAndAwait();
   // Waits for the fresh worker's ready frame (WorkerOptions::startup_timeout_s).
   Status AwaitReady();
-  // SIGKILL (if still running), reap, close descriptors. Returns the wait status, -1 if none.
-  int KillAndReap();
-  // Blocks until the worker exits (it already closed its channel) or the deadline passes.
-  int WaitExit(double deadline_s, bool& timed_out);
-  void DrainOutput();
-  std::string OutputTail() const;
-  void CloseDescriptors();
 
   WorkerOptions options_;
   std::string resolved_path_;
-  std::mutex mu_;  // guards pid_ against Abort racing a reap
-  std::atomic<pid_t> pid_{0};
-  std::atomic<bool> aborted_{false};
+  WorkerProcess process_;
   std::atomic<bool> restart_{false};
-  int channel_fd_ = -1;
-  int output_fd_ = -1;
-  int pidfd_ = -1;
-  std::string output_tail_;  // last kOutputTailBytes of the worker's stdout/stderr
   // ISA level the next request needs (EvalRequest::isa) and the one the running worker was
   // started with; a worker is pinned to its level by its environment, so a change restarts it.
   std::string wanted_isa_;
@@ -146,4 +124,4 @@ class WorkerEvaluator : public Evaluator {
   double spawn_in_request_s_ = 0;  // spawn time inside the current round trip (not transport)
 };
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::isolation
