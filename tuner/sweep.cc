@@ -151,10 +151,10 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
         plan.invalid_reasons.push_back(s.error().message);
       }
     }
-    plan.evaluations = EvaluationBudget(request.strategy, request.budget, plan.valid.size());
+    plan.evaluations = search::EvaluationBudget(request.strategy, request.budget, plan.valid.size());
     if (request.strategy == Strategy::kExhaustive || request.strategy == Strategy::kRandom) {
-      plan.planned =
-          PlanConfigs(plan.valid, default_config, request.strategy, request.budget, BucketSeed(request.seed, bucket));
+      plan.planned = search::PlanConfigs(plan.valid, default_config, request.strategy, request.budget,
+                                         BucketSeed(request.seed, bucket));
     }
     if (ShardsItems(request)) {
       // This shard's items: invalid configs are items 0..invalid-1, planned ones follow.
@@ -235,8 +235,8 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
   // The transfer strategy's prior: the sink's stored landscapes, one PriorBucket per bucket,
   // and each bucket of this run once its search is done.
   std::map<std::string, std::pair<Problem, std::vector<std::pair<Config, double>>>> prior_medians;
-  std::map<std::string, PriorBucket> prior_buckets;
-  std::vector<ProfileMeasurement> other_profiles;  // the cross-profile prior, loaded once
+  std::map<std::string, search::PriorBucket> prior_buckets;
+  std::vector<search::ProfileMeasurement> other_profiles;  // the cross-profile prior, loaded once
   const auto add_to_prior = [&](const Measurement& m) {
     auto& [problem, medians] = prior_medians[m.bucket];
     problem = m.problem;
@@ -244,7 +244,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
   };
   const auto rebuild_prior = [&](const std::string& bucket) {
     const auto& [problem, medians] = prior_medians.at(bucket);
-    PriorBucket pb = MakePriorBucket(PriorFeatures(spec, problem), medians);
+    search::PriorBucket pb = search::MakePriorBucket(search::PriorFeatures(spec, problem), medians);
     pb.name = bucket;
     prior_buckets.insert_or_assign(bucket, std::move(pb));
   };
@@ -255,7 +255,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       prior = sink.PriorMeasurements();
     }
     if (!prior) return std::unexpected(prior.error());
-    Result<std::vector<ProfileMeasurement>> profiles;
+    Result<std::vector<search::ProfileMeasurement>> profiles;
     {
       PhaseTimer t(bd.store_s);
       profiles = sink.ProfileMeasurements();
@@ -332,7 +332,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
 
     // The search: ask, measure (or replay what this sweep already stored), tell.
     const EvalRequest eval{&spec, plan.problem, request.threads, request.seed, options.timing, hw.cpu.isa};
-    const SearchSpace space(spec.params(), plan.valid);
+    const search::SearchSpace space(spec.params(), plan.valid);
     // The index in `results` of config `c`'s measurement in this sweep: the stored one (a resumed
     // sweep replays what it measured before a restart), or measured now and recorded. The
     // search and the decision round both go through here, so no config is measured twice.
@@ -349,16 +349,16 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
     // A bucket's own earlier landscape is left out, as in simulate: the prior says what this
     // bucket should look like from its neighbours, not what an older kernel measured here.
     const auto search_setup = Clock::now();
-    SearchPrior prior;
+    search::SearchPrior prior;
     if (UsesPrior(request.strategy)) {
-      prior.features = PriorFeatures(spec, plan.problem);
+      prior.features = search::PriorFeatures(spec, plan.problem);
       for (const auto& [bucket, pb] : prior_buckets) {
         if (bucket != plan.bucket && !pb.relative_cost.empty()) prior.buckets.push_back(pb);
       }
     }
     // Other hardware profiles' landscapes, each weighted by how alike this profile's it was
     // measured to be on the buckets both swept (this bucket's own earlier landscape included).
-    std::vector<ProfileSimilarity> similarity;
+    std::vector<search::ProfileSimilarity> similarity;
     if (UsesPrior(request.strategy) && !other_profiles.empty()) {
       std::vector<Measurement> own;
       for (const auto& [bucket, pm] : prior_medians) {
@@ -370,13 +370,13 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
           own.push_back(std::move(m));
         }
       }
-      similarity = MeasureProfileSimilarity(own, other_profiles);
-      auto extra = ProfilePriorBuckets(spec, other_profiles, similarity);
+      similarity = search::MeasureProfileSimilarity(own, other_profiles);
+      auto extra = search::ProfilePriorBuckets(spec, other_profiles, similarity);
       prior.buckets.insert(prior.buckets.end(), std::make_move_iterator(extra.begin()),
                            std::make_move_iterator(extra.end()));
     }
-    auto search = MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
-                             BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
+    auto search = search::MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
+                                     BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
     bd.search_s += SecondsSince(search_setup);
     if (UsesPrior(request.strategy)) {
       Result<std::vector<Config>> seeds;
@@ -389,7 +389,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       for (const Config& c : *seeds) {
         if (auto i = space.Find(c)) at.push_back(*i);  // another profile's row may not fit here
       }
-      if (!at.empty()) search = MakeSeededSearch(std::move(search), std::move(at));
+      if (!at.empty()) search = search::MakeSeededSearch(std::move(search), std::move(at));
     }
     if (!similarity.empty()) {
       PhaseTimer t(bd.store_s);
@@ -416,7 +416,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       if (!at) return std::unexpected(at.error());
       const Measurement& m = results[*at];
       PhaseTimer t(bd.search_s);
-      search->Tell(*next, Observation{m.outcome == Outcome::kOk, m.median_ns});
+      search->Tell(*next, search::Observation{m.outcome == Outcome::kOk, m.median_ns});
     }
     total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
     if (UsesPrior(request.strategy)) {

@@ -23,7 +23,7 @@
 #include "tuner/timing/environment.h"
 #include "tuner/timing/floor.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 namespace {
 
 using blocktune::testing::FakeSpec;
@@ -1302,4 +1302,4 @@ TEST(Simulate, SequentialPriorOnTheCheckedInSweeps) {
 }
 
 }  // namespace
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -1059,4 +1059,4 @@ std::unique_ptr<SearchStrategy> MakeLocalSearch(const SearchSpace& space, std::o
   return std::make_unique<LocalSearch>(space, start, seed, budget, prior);
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

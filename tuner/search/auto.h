@@ -11,7 +11,7 @@
 
 #include "tuner/search/search.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 
 // Which search `auto` runs for this space, budget and prior (docs/search.md#auto):
 //   kPrior:     the prior covers >= half of the space: its ranking first, blended with local
@@ -35,4 +35,4 @@ std::unique_ptr<SearchStrategy> MakeLocalSearch(const SearchSpace& space, std::o
 // The share of the space SearchPrior's buckets measured (the coverage test of kPrior).
 double PriorCoverage(const SearchSpace& space, const SearchPrior& prior);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

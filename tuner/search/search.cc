@@ -12,7 +12,7 @@
 #include <limits>
 #include <map>
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -789,4 +789,4 @@ std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Co
   return plan;
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

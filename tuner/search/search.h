@@ -20,7 +20,7 @@
 #include "kernels/core/random.h"
 #include "tuner/measurement.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 
 // A bucket's valid configs with their coordinates: the index of each parameter's value in the
 // kernel's candidate list. Neighbours are configs one parameter away, moved to the next valid
@@ -131,4 +131,4 @@ std::unique_ptr<SearchStrategy> MakeSearch(Strategy strategy, const SearchSpace&
 std::vector<Config> PlanConfigs(const std::vector<Config>& valid_space, const Config& default_config, Strategy strategy,
                                 int64_t budget, uint64_t seed);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

@@ -10,7 +10,7 @@
 
 #include "tuner/search/search.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 namespace {
 
 bool InSpace(const StoredConfig& c) {
@@ -524,4 +524,4 @@ AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int thread
       });
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

@@ -17,7 +17,7 @@
 #include "tuner/evaluator.h"
 #include "tuner/measurement.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 
 // The detail prefix of an `invalid` outcome for a config that ran but timed faster than
 // physics allows (see timing/floor.h): it passed validation, so it belongs to the search space.
@@ -165,4 +165,4 @@ AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int thread
                                  const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
                                  const TimingOptions& timing, double tolerance);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search
