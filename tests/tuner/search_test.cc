@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "kernels/core/random.h"
 #include "tests/tuner/fake_kernel.h"
 #include "tests/tuner/memory_sink.h"
 #include "tuner/search/auto.h"
