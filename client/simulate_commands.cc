@@ -1,5 +1,6 @@
-// blocktune simulate and blocktune sweeps compare: the logic is tuner/search/simulate.h; here
-// only loading stored measurements and printing; see local_commands.h.
+// blocktune simulate and blocktune sweeps compare: the logic is tuner/search/simulate.h and
+// tuner/search/agreement.h; here only loading stored measurements and printing; see
+// local_commands.h.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include "tuner/isolation/worker_evaluator.h"
 #include "tuner/lookup.h"
 #include "tuner/regret.h"
+#include "tuner/search/agreement.h"
 #include "tuner/search/simulate.h"
 #include "tuner/sweep.h"
 #include "tuner/timing/timing.h"
@@ -51,8 +53,8 @@ using client::kExitUsage;
 using client::ParseShape;
 
 // ---------------------------------------------------------------------------------------------
-// `simulate` and `sweeps compare`: the logic is tuner/search/simulate.h; here only loading
-// stored measurements and printing.
+// `simulate` and `sweeps compare`: the logic is tuner/search/simulate.h and agreement.h; here
+// only loading stored measurements and printing.
 
 Result<std::vector<tuner::search::StoredBucket>> LoadSweepBuckets(store::Store& db, const store::SweepRecord& sweep) {
   const KernelSpec* spec = FindKernel(sweep.request.kernel);

@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "tuner/search/simulate.h"
+#include "tuner/search/stored_buckets.h"
 #include "tuner/timing/floor.h"
 #include "tuner/verify/watch.h"
 

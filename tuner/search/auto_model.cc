@@ -144,11 +144,10 @@ double LocalSearch::ScaledDist2(size_t a, size_t b) const {
 
 // The fit for inverse squared lengthscales `inv`, `noise` and additive share `share`.
 LocalSearch::GpFit LocalSearch::Fit(const FitPoints& p, const std::vector<double>& inv, double noise, double share,
-          const std::vector<double>& y) const {
+                                    const std::vector<double>& y) const {
   const size_t n = y.size();
   const size_t dims = space_.dims();
-  const std::vector<std::vector<double>> tables =
-      share > 0 ? AdditiveTables(inv) : std::vector<std::vector<double>>();
+  const std::vector<std::vector<double>> tables = share > 0 ? AdditiveTables(inv) : std::vector<std::vector<double>>();
   GpFit f;
   f.chol.assign(n * n, 0.0);
   for (size_t a = 0; a < n; ++a) {
@@ -176,7 +175,6 @@ LocalSearch::GpFit LocalSearch::Fit(const FitPoints& p, const std::vector<double
   return f;
 }
 
-
 // The Gaussian process again late in a long search (LocalAsk: every kLateModelEvery-th ask from
 // the kLateModelFrom-th evaluation on), over at most kModelMax of the measured points so
 // that an ask costs what a model-phase ask does: the kLateModelBest best passing configs and
@@ -196,7 +194,6 @@ std::optional<size_t> LocalSearch::LateModelAsk() {
   for (size_t k = 0; k < want && k < rest.size(); ++k) pts.push_back(rest[k * rest.size() / want]);
   return ModelAsk(pts);
 }
-
 
 // An ask of the Gaussian process fitted to the measured configs `pts`.
 std::optional<size_t> LocalSearch::ModelAsk(const std::vector<size_t>& pts) {

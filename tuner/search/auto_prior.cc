@@ -31,7 +31,6 @@ void LocalSearch::SetPrior(const SearchPrior& prior) {
   prior_active_ = true;
 }
 
-
 void LocalSearch::NoteMisranks(size_t j) {
   for (size_t i : ok_) {
     for (size_t b = 0; b < relative_.size(); ++b) {
@@ -43,7 +42,6 @@ void LocalSearch::NoteMisranks(size_t j) {
   UpdateWeights();
 }
 
-
 double LocalSearch::LogWeight(size_t b) const {
   const double frac = compared_[b] > 0 ? static_cast<double>(misranked_[b]) / static_cast<double>(compared_[b]) : 0.0;
   return log_prior_[b] - kMisrankWeight * frac;
@@ -53,7 +51,6 @@ void LocalSearch::UpdateWeights() {
   for (size_t b = 0; b < weights_.size(); ++b) top = std::max(top, LogWeight(b));
   for (size_t b = 0; b < weights_.size(); ++b) weights_[b] = std::exp(LogWeight(b) - top);
 }
-
 
 // Posterior-mean relative log cost; +inf when no prior landscape has a passing measurement of
 // the config (it failed on every device that ran it, or none did).
@@ -67,7 +64,6 @@ double LocalSearch::PriorPredict(size_t i) const {
   }
   return den > 0 ? num / den : kInf;
 }
-
 
 // The first kPriorFirst asks take the best-ranked unasked config by the prior; after that two
 // of every three do, and the third is a local step from the incumbent, ordered by the prior

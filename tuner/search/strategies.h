@@ -79,7 +79,7 @@ std::unique_ptr<SearchStrategy> MakeSurrogateSearch(const SearchSpace& space, st
                                                     uint64_t seed, int64_t budget);
 // Other buckets' landscapes ranked by how well they predict this one's (transfer.cc); `prior`
 // is copied.
-std::unique_ptr<SearchStrategy> MakeTransferSearch(const SearchSpace& space, std::optional<size_t> start,
-                                                   uint64_t seed, int64_t budget, const SearchPrior& prior);
+std::unique_ptr<SearchStrategy> MakeTransferSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed,
+                                                   int64_t budget, const SearchPrior& prior);
 
 }  // namespace blocktune::tuner::search

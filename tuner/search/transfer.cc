@@ -173,8 +173,8 @@ class TransferSearch final : public SearchStrategy {
 
 }  // namespace
 
-std::unique_ptr<SearchStrategy> MakeTransferSearch(const SearchSpace& space, std::optional<size_t> start,
-                                                   uint64_t seed, int64_t budget, const SearchPrior& prior) {
+std::unique_ptr<SearchStrategy> MakeTransferSearch(const SearchSpace& space, std::optional<size_t> start, uint64_t seed,
+                                                   int64_t budget, const SearchPrior& prior) {
   return std::make_unique<TransferSearch>(space, start, seed, budget, prior);
 }
 
