@@ -1,5 +1,6 @@
-// blocktune simulate and blocktune sweeps compare: the logic is tuner/search/simulate.h; here
-// only loading stored measurements and printing; see local_commands.h.
+// blocktune simulate and blocktune sweeps compare: the logic is tuner/search/simulate.h and
+// tuner/search/agreement.h; here only loading stored measurements and printing; see
+// local_commands.h.
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -33,6 +34,7 @@
 #include "tuner/isolation/worker_evaluator.h"
 #include "tuner/lookup.h"
 #include "tuner/regret.h"
+#include "tuner/search/agreement.h"
 #include "tuner/search/simulate.h"
 #include "tuner/sweep.h"
 #include "tuner/timing/timing.h"
@@ -51,10 +53,10 @@ using client::kExitUsage;
 using client::ParseShape;
 
 // ---------------------------------------------------------------------------------------------
-// `simulate` and `sweeps compare`: the logic is tuner/search/simulate.h; here only loading
-// stored measurements and printing.
+// `simulate` and `sweeps compare`: the logic is tuner/search/simulate.h and agreement.h; here
+// only loading stored measurements and printing.
 
-Result<std::vector<tuner::StoredBucket>> LoadSweepBuckets(store::Store& db, const store::SweepRecord& sweep) {
+Result<std::vector<tuner::search::StoredBucket>> LoadSweepBuckets(store::Store& db, const store::SweepRecord& sweep) {
   const KernelSpec* spec = FindKernel(sweep.request.kernel);
   if (spec == nullptr)
     return InvalidArgument("sweep " + std::to_string(sweep.id) + " has unknown kernel " + sweep.request.kernel);
@@ -67,14 +69,15 @@ Result<std::vector<tuner::StoredBucket>> LoadSweepBuckets(store::Store& db, cons
     if (!ms) return std::unexpected(ms.error());
     for (auto& m : *ms) all.push_back(std::move(m));
   }
-  return tuner::GroupMeasurements(sweep.request.kernel, sweep.hardware_key, sweep.request.dtype, all);
+  return tuner::search::GroupMeasurements(sweep.request.kernel, sweep.hardware_key, sweep.request.dtype, all);
 }
 
 // Every bucket of every finished exhaustive sweep of `kernel` (all kernels if empty); a bucket
-// measured by several sweeps gets each config's lowest median over them (tuner::CombineSweeps).
-Result<std::vector<tuner::StoredBucket>> LoadExhaustive(const std::vector<std::string>& paths,
-                                                        const std::string& kernel) {
-  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<tuner::StoredBucket>> runs;
+// measured by several sweeps gets each config's lowest median over them (tuner::search::CombineSweeps).
+Result<std::vector<tuner::search::StoredBucket>> LoadExhaustive(const std::vector<std::string>& paths,
+                                                                const std::string& kernel) {
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, std::vector<tuner::search::StoredBucket>>
+      runs;
   for (const std::string& path : paths) {
     if (access(path.c_str(), R_OK) != 0) return NotFound("cannot read database " + path);
     auto db = store::Store::Open(path);
@@ -91,8 +94,8 @@ Result<std::vector<tuner::StoredBucket>> LoadExhaustive(const std::vector<std::s
       }
     }
   }
-  std::vector<tuner::StoredBucket> out;
-  for (auto& [_, r] : runs) out.push_back(tuner::CombineSweeps(r));
+  std::vector<tuner::search::StoredBucket> out;
+  for (auto& [_, r] : runs) out.push_back(tuner::search::CombineSweeps(r));
   return out;
 }
 
@@ -114,26 +117,26 @@ struct SimulateArgs {
 
 int RunSimulate(const Common& c, const SimulateArgs& a) {
   if (a.db.empty() == a.data.empty()) return Fail(kExitUsage, "give exactly one of --db and --data");
-  Result<std::vector<tuner::StoredBucket>> buckets;
+  Result<std::vector<tuner::search::StoredBucket>> buckets;
   if (!a.db.empty()) {
     buckets = LoadExhaustive(a.db, a.kernel);
   } else {
     auto text = ReadText(a.data);
     if (!text) return Fail(kExitFailed, text.error().message);
-    buckets = tuner::ParseStoredBuckets(*text);
+    buckets = tuner::search::ParseStoredBuckets(*text);
     if (buckets && !a.kernel.empty()) {
-      std::erase_if(*buckets, [&](const tuner::StoredBucket& b) { return b.kernel != a.kernel; });
+      std::erase_if(*buckets, [&](const tuner::search::StoredBucket& b) { return b.kernel != a.kernel; });
     }
   }
   if (!buckets) return Fail(kExitFailed, buckets.error().ToString());
   // --prior: other devices' landscapes, each a database or a --data export like the input.
-  std::vector<tuner::StoredBucket> prior;
+  std::vector<tuner::search::StoredBucket> prior;
   for (const std::string& path : a.prior) {
     std::ifstream in(path, std::ios::binary);
     if (!in) return Fail(kExitFailed, "cannot read --prior " + path);
     std::string head(16, '\0');
     in.read(head.data(), 16);
-    Result<std::vector<tuner::StoredBucket>> more;
+    Result<std::vector<tuner::search::StoredBucket>> more;
     if (head.rfind("SQLite format 3", 0) == 0) {
       more = LoadExhaustive({path}, a.kernel);
     } else {
@@ -141,7 +144,7 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
       in.seekg(0);
       std::ostringstream text;
       text << in.rdbuf();
-      more = tuner::ParseStoredBuckets(text.str());
+      more = tuner::search::ParseStoredBuckets(text.str());
     }
     if (!more) return Fail(kExitFailed, "--prior " + path + ": " + more.error().ToString());
     for (auto& b : *more) prior.push_back(std::move(b));
@@ -150,10 +153,10 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
     return Fail(kExitFailed, "no stored exhaustive measurements" + (a.kernel.empty() ? "" : " of " + a.kernel));
   if (!a.export_path.empty()) {
     std::ofstream out(a.export_path, std::ios::binary);
-    out << tuner::FormatStoredBuckets(*buckets);
+    out << tuner::search::FormatStoredBuckets(*buckets);
     if (!out) return Fail(kExitFailed, "cannot write " + a.export_path);
   }
-  tuner::SimulateOptions opt;
+  tuner::search::SimulateOptions opt;
   opt.strategy = *tuner::ParseStrategy(a.strategy);
   opt.budget_fraction = a.budget_fraction;
   opt.budget = a.budget;
@@ -168,12 +171,12 @@ int RunSimulate(const Common& c, const SimulateArgs& a) {
   if (!opt.prior.empty() && opt.strategy != tuner::Strategy::kTransfer && opt.strategy != tuner::Strategy::kAuto) {
     return Fail(kExitUsage, "--prior applies to --strategy transfer and auto only");
   }
-  auto report = tuner::Simulate(*buckets, opt);
+  auto report = tuner::search::Simulate(*buckets, opt);
   if (!report) return Fail(kExitUsage, report.error().ToString());
   if (c.json) {
     Json rows = Json::array();
     for (const auto& b : report->buckets) {
-      const auto score = [&](const tuner::StrategyScore& s) {
+      const auto score = [&](const tuner::search::StrategyScore& s) {
         Json j{{"mean_ratio", s.mean_ratio},           {"min_ratio", s.min_ratio},
                {"hit_fraction", s.hit_fraction},       {"score", s.score},
                {"score_at_budget", s.score_at_budget}, {"best_ns", s.best_ns}};
@@ -257,7 +260,7 @@ struct CompareArgs {
 
 // What a sweep chose per bucket: its recorded decision round, else its lowest passing median.
 struct SweepChoices {
-  std::vector<tuner::StoredBucket> buckets;
+  std::vector<tuner::search::StoredBucket> buckets;
   std::vector<std::pair<std::string, Config>> chosen;
   store::SweepRecord sweep;
 };
@@ -294,7 +297,7 @@ int RunCompare(const Common& c, const CompareArgs& a) {
   if (!ca) return Fail(kExitFailed, "sweep A: " + ca.error().ToString());
   auto cb = LoadChoices(a.db_b, a.sweep_b);
   if (!cb) return Fail(kExitFailed, "sweep B: " + cb.error().ToString());
-  tuner::AgreementReport r;
+  tuner::search::AgreementReport r;
   if (a.remeasure) {
     const store::SweepRecord& sa = ca->sweep;
     const store::SweepRecord& sb = cb->sweep;
@@ -308,10 +311,10 @@ int RunCompare(const Common& c, const CompareArgs& a) {
     timing.min_repetition_ns = a.min_time_ms * 1e6;
     timing.repetitions = a.repetitions;
     tuner::InProcessEvaluator evaluator;
-    r = tuner::RemeasureChoices(*spec, sa.request.dtype, sa.request.threads, ca->chosen, cb->chosen, evaluator, timing,
-                                a.tolerance);
+    r = tuner::search::RemeasureChoices(*spec, sa.request.dtype, sa.request.threads, ca->chosen, cb->chosen, evaluator,
+                                        timing, a.tolerance);
   } else {
-    r = tuner::CompareChoices(ca->buckets, ca->chosen, cb->buckets, cb->chosen, a.tolerance);
+    r = tuner::search::CompareChoices(ca->buckets, ca->chosen, cb->buckets, cb->chosen, a.tolerance);
   }
   if (c.json) {
     Json rows = Json::array();

@@ -20,6 +20,6 @@ endfunction()
 # 9223372036854775810 or more bytes "may overlap" inside char_traits.h. The sizes are the
 # strings' lengths, which cannot be near 2^63; the files below are the ones where GCC's inliner
 # happens to reach that path (one error message each). kernels/bench/fused_cross_entropy_bench.cc
-# silences the same warning with a pragma of its own.
+# silences the same warning with a pragma of its own, as tests/tuner/search_test_util.h and
+# auto_test.cc do around their helpers (a pragma keeps those sources in their unity batch).
 blocktune_silence_gcc(blocktune_kernels kernels/core/config.cc restrict)           # NamedInts::Parse
-blocktune_silence_gcc(tuner_test tests/tuner/search_test.cc restrict)              # GridPrior

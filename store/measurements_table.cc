@@ -180,7 +180,7 @@ Result<std::vector<tuner::Measurement>> MeasurementsTable::ListPrior(int64_t swe
   return ReadRows(*st, ReadMeasurement);
 }
 
-Result<std::vector<tuner::ProfileMeasurement>> MeasurementsTable::ListOtherProfiles(int64_t sweep_id) {
+Result<std::vector<tuner::search::ProfileMeasurement>> MeasurementsTable::ListOtherProfiles(int64_t sweep_id) {
   auto lock = db_.Lock();
   auto keys_st = db_.conn().Prepare(kSelectOtherProfileSweepsSql);
   if (!keys_st) return std::unexpected(keys_st.error());
@@ -192,7 +192,7 @@ Result<std::vector<tuner::ProfileMeasurement>> MeasurementsTable::ListOtherProfi
     if (!*row) break;
     key_of[keys_st->Int(0)] = keys_st->Text(1);
   }
-  std::vector<tuner::ProfileMeasurement> out;
+  std::vector<tuner::search::ProfileMeasurement> out;
   if (key_of.empty()) return out;
   auto st = db_.conn().Prepare(std::string(kMeasurementColumns) + kSelectOtherProfilesSql);
   if (!st) return std::unexpected(st.error());
@@ -203,7 +203,7 @@ Result<std::vector<tuner::ProfileMeasurement>> MeasurementsTable::ListOtherProfi
   for (tuner::Measurement& m : *rows) {
     auto it = key_of.find(m.sweep_id);
     if (it == key_of.end()) continue;
-    out.push_back(tuner::ProfileMeasurement{it->second, std::move(m)});
+    out.push_back(tuner::search::ProfileMeasurement{it->second, std::move(m)});
   }
   return out;
 }

@@ -34,7 +34,7 @@ class MeasurementsTable {
   // The cross-profile prior of a sweep: passing measurements (no samples) of earlier sweeps
   // with this sweep's kernel, dtype and bucket version under any other hardware key, with
   // that key. Earlier sweeps only, so it does not change while this one runs or resumes.
-  Result<std::vector<tuner::ProfileMeasurement>> ListOtherProfiles(int64_t sweep_id);
+  Result<std::vector<tuner::search::ProfileMeasurement>> ListOtherProfiles(int64_t sweep_id);
 
  private:
   Database& db_;

@@ -280,7 +280,8 @@ Result<SweepRecord> SweepsTable::Get(int64_t id) {
     auto r = pp->Step();
     if (!r) return std::unexpected(r.error());
     if (!*r) break;
-    sweep->prior_profiles.push_back(tuner::ProfileSimilarity{pp->Text(0), pp->Double(1), pp->Int(2), pp->Double(3)});
+    sweep->prior_profiles.push_back(
+        tuner::search::ProfileSimilarity{pp->Text(0), pp->Double(1), pp->Int(2), pp->Double(3)});
   }
   return sweep;
 }
@@ -342,10 +343,10 @@ Status SweepsTable::AddBreakdown(int64_t id, const tuner::SweepBreakdown& b) {
   return st->Run();
 }
 
-Status SweepsTable::SetPriorProfiles(int64_t id, const std::vector<tuner::ProfileSimilarity>& profiles) {
+Status SweepsTable::SetPriorProfiles(int64_t id, const std::vector<tuner::search::ProfileSimilarity>& profiles) {
   auto lock = db_.Lock();
   return db_.InTransaction([&]() -> Status {
-    for (const tuner::ProfileSimilarity& p : profiles) {
+    for (const tuner::search::ProfileSimilarity& p : profiles) {
       auto st = db_.conn().Prepare(kSetPriorProfileSql);
       if (!st) return std::unexpected(st.error());
       st->Bind(1, id).Bind(2, p.hardware_key).Bind(3, p.correlation).Bind(4, p.shared).Bind(5, p.log_weight);

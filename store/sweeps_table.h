@@ -53,7 +53,7 @@ struct SweepRecord {
   // task of it has run here (and never for an imported sweep).
   std::optional<tuner::SweepBreakdown> breakdown;
   // Other hardware profiles its transfer searches drew on (migration 0014); filled by Get only.
-  std::vector<tuner::ProfileSimilarity> prior_profiles;
+  std::vector<tuner::search::ProfileSimilarity> prior_profiles;
 };
 
 struct CreatedSweep {
@@ -100,7 +100,7 @@ class SweepsTable {
   // Adds one RunSweep call's breakdown to the sweep's (creating it on the first).
   Status AddBreakdown(int64_t id, const tuner::SweepBreakdown& b);
   // Records (replacing per key) the other profiles a bucket's search drew on.
-  Status SetPriorProfiles(int64_t id, const std::vector<tuner::ProfileSimilarity>& profiles);
+  Status SetPriorProfiles(int64_t id, const std::vector<tuner::search::ProfileSimilarity>& profiles);
   // Committed and planned measurements, per outcome, tasks done, and the pace.
   Result<SweepProgress> Progress(int64_t id);
 

@@ -26,11 +26,11 @@ Status TaskSink::RecordBreakdown(const tuner::SweepBreakdown& breakdown) {
   return store_.sweeps().AddBreakdown(task_.sweep_id, breakdown);
 }
 
-Result<std::vector<tuner::ProfileMeasurement>> TaskSink::ProfileMeasurements() {
+Result<std::vector<tuner::search::ProfileMeasurement>> TaskSink::ProfileMeasurements() {
   return store_.measurements().ListOtherProfiles(task_.sweep_id);
 }
 
-Status TaskSink::RecordPriorProfiles(const std::vector<tuner::ProfileSimilarity>& profiles) {
+Status TaskSink::RecordPriorProfiles(const std::vector<tuner::search::ProfileSimilarity>& profiles) {
   return store_.sweeps().SetPriorProfiles(task_.sweep_id, profiles);
 }
 

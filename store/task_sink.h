@@ -53,8 +53,8 @@ class TaskSink : public tuner::SweepSink {
   // Added to the sweep's row (sweeps_table.h AddBreakdown).
   Status RecordBreakdown(const tuner::SweepBreakdown& breakdown) override;
   // Earlier sweeps of this kernel and dtype under other hardware keys.
-  Result<std::vector<tuner::ProfileMeasurement>> ProfileMeasurements() override;
-  Status RecordPriorProfiles(const std::vector<tuner::ProfileSimilarity>& profiles) override;
+  Result<std::vector<tuner::search::ProfileMeasurement>> ProfileMeasurements() override;
+  Status RecordPriorProfiles(const std::vector<tuner::search::ProfileSimilarity>& profiles) override;
 
  private:
   Store& store_;

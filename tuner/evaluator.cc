@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "tuner/search/simulate.h"
+#include "tuner/search/stored_buckets.h"
 #include "tuner/timing/floor.h"
 #include "tuner/verify/watch.h"
 
@@ -230,7 +230,7 @@ void JudgeTiming(const EvalRequest& r, int attempts, Measurement& m) {
       std::snprintf(buf, sizeof buf, ": median %.0f ns < %.0f ns (flops at peak FMA rate, bytes at 1 TB/s per thread)",
                     m.median_ns, floor_ns);
       m.outcome = Outcome::kInvalid;
-      m.detail = std::string(kBelowFloorDetail) + buf;
+      m.detail = std::string(search::kBelowFloorDetail) + buf;
       return;
     }
   }

@@ -47,7 +47,7 @@ Result<std::vector<TunedEntry>> RunSweep(const SweepRequest& request, int64_t sw
       continue;
     }
 
-    const SearchSpace space(spec.params(), plan.valid);
+    const search::SearchSpace space(spec.params(), plan.valid);
     auto search = StartSearch(bucket, space);
     if (!search) return std::unexpected(search.error());
     auto flow = RunSearch(bucket, space, **search);

@@ -95,10 +95,12 @@ class SweepSink {
   // The transfer strategy's cross-profile prior (search/profile_prior.h): passing measurements
   // of this kernel and dtype under other hardware keys, from sweeps finished before this one
   // (so it does not change while the sweep runs or resumes). Default: none.
-  virtual Result<std::vector<ProfileMeasurement>> ProfileMeasurements() { return std::vector<ProfileMeasurement>{}; }
+  virtual Result<std::vector<search::ProfileMeasurement>> ProfileMeasurements() {
+    return std::vector<search::ProfileMeasurement>{};
+  }
   // The other profiles a bucket's search drew on and their measured likeness; called per
   // bucket that had any (the sweep's record names them).
-  virtual Status RecordPriorProfiles(const std::vector<ProfileSimilarity>& /*profiles*/) { return {}; }
+  virtual Status RecordPriorProfiles(const std::vector<search::ProfileSimilarity>& /*profiles*/) { return {}; }
 };
 
 struct SweepOptions {

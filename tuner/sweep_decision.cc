@@ -39,7 +39,7 @@ const Measurement* SelectWinner(const std::vector<Measurement>& measurements) {
   return best;
 }
 
-Result<Flow> DecideBucket(BucketRun& b, const SearchSpace& space, const SearchStrategy& search) {
+Result<Flow> DecideBucket(BucketRun& b, const search::SearchSpace& space, const search::SearchStrategy& search) {
   SweepRun& run = b.run;
   const SweepRequest& request = run.request;
   const KernelSpec& spec = run.spec;

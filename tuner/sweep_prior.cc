@@ -19,7 +19,7 @@ void TransferPrior::Add(const Measurement& m) {
 
 void TransferPrior::Rebuild(const KernelSpec& spec, const std::string& bucket) {
   const auto& [problem, landscape] = medians.at(bucket);
-  PriorBucket pb = MakePriorBucket(PriorFeatures(spec, problem), landscape);
+  search::PriorBucket pb = search::MakePriorBucket(search::PriorFeatures(spec, problem), landscape);
   pb.name = bucket;
   buckets.insert_or_assign(bucket, std::move(pb));
 }
@@ -33,7 +33,7 @@ Status LoadTransferPrior(SweepRun& run) {
     prior = sink.PriorMeasurements();
   }
   if (!prior) return std::unexpected(prior.error());
-  Result<std::vector<ProfileMeasurement>> profiles;
+  Result<std::vector<search::ProfileMeasurement>> profiles;
   {
     PhaseTimer t(bd.store_s);
     profiles = sink.ProfileMeasurements();
@@ -49,12 +49,12 @@ Status LoadTransferPrior(SweepRun& run) {
   return {};
 }
 
-SearchPrior TransferPrior::ForBucket(const KernelSpec& spec, const BucketPlan& plan,
-                                     std::vector<ProfileSimilarity>& similarity) const {
+search::SearchPrior TransferPrior::ForBucket(const KernelSpec& spec, const BucketPlan& plan,
+                                     std::vector<search::ProfileSimilarity>& similarity) const {
   // A bucket's own earlier landscape is left out, as in simulate: the prior says what this
   // bucket should look like from its neighbours, not what an older kernel measured here.
-  SearchPrior prior;
-  prior.features = PriorFeatures(spec, plan.problem);
+  search::SearchPrior prior;
+  prior.features = search::PriorFeatures(spec, plan.problem);
   for (const auto& [bucket, pb] : buckets) {
     if (bucket != plan.bucket && !pb.relative_cost.empty()) prior.buckets.push_back(pb);
   }
@@ -71,8 +71,8 @@ SearchPrior TransferPrior::ForBucket(const KernelSpec& spec, const BucketPlan& p
         own.push_back(std::move(m));
       }
     }
-    similarity = MeasureProfileSimilarity(own, other_profiles);
-    auto extra = ProfilePriorBuckets(spec, other_profiles, similarity);
+    similarity = search::MeasureProfileSimilarity(own, other_profiles);
+    auto extra = search::ProfilePriorBuckets(spec, other_profiles, similarity);
     prior.buckets.insert(prior.buckets.end(), std::make_move_iterator(extra.begin()),
                          std::make_move_iterator(extra.end()));
   }

@@ -96,12 +96,12 @@ struct TransferPrior {
   // Adds the passing measurements of a bucket this run searched, and rebuilds it if any.
   void AddBucket(const KernelSpec& spec, const std::string& bucket, const std::vector<Measurement>& results);
   // The prior of one bucket's search; `similarity` gets the other profiles it drew on.
-  SearchPrior ForBucket(const KernelSpec& spec, const BucketPlan& plan,
-                        std::vector<ProfileSimilarity>& similarity) const;
+  search::SearchPrior ForBucket(const KernelSpec& spec, const BucketPlan& plan,
+                        std::vector<search::ProfileSimilarity>& similarity) const;
 
   std::map<std::string, std::pair<Problem, std::vector<std::pair<Config, double>>>> medians;
-  std::map<std::string, PriorBucket> buckets;
-  std::vector<ProfileMeasurement> other_profiles;  // the cross-profile prior, loaded once
+  std::map<std::string, search::PriorBucket> buckets;
+  std::vector<search::ProfileMeasurement> other_profiles;  // the cross-profile prior, loaded once
 };
 
 // --- The run and its buckets ---
@@ -162,15 +162,15 @@ Status RecordInvalid(BucketRun& b);
 // A shard of a static plan: measures its slice of the bucket, decides nothing.
 Result<Flow> MeasureShardItems(BucketRun& b);
 // The bucket's search: its prior, the strategy and the seeds other profiles' rows suggest.
-Result<std::unique_ptr<SearchStrategy>> StartSearch(BucketRun& b, const SearchSpace& space);
+Result<std::unique_ptr<search::SearchStrategy>> StartSearch(BucketRun& b, const search::SearchSpace& space);
 // Ask, measure (or replay what this sweep already stored), tell, within the evaluation and time
 // budget.
-Result<Flow> RunSearch(BucketRun& b, const SearchSpace& space, SearchStrategy& search);
+Result<Flow> RunSearch(BucketRun& b, const search::SearchSpace& space, search::SearchStrategy& search);
 
 // --- The decision round (sweep_decision.cc) ---
 
 // Re-times the best few of the search with the incumbent, the default and the served config,
 // records the round and adds the bucket's winner to run.winners.
-Result<Flow> DecideBucket(BucketRun& b, const SearchSpace& space, const SearchStrategy& search);
+Result<Flow> DecideBucket(BucketRun& b, const search::SearchSpace& space, const search::SearchStrategy& search);
 
 }  // namespace blocktune::tuner

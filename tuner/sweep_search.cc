@@ -91,16 +91,16 @@ Result<Flow> MeasureShardItems(BucketRun& b) {
   return Flow::kContinue;
 }
 
-Result<std::unique_ptr<SearchStrategy>> StartSearch(BucketRun& b, const SearchSpace& space) {
+Result<std::unique_ptr<search::SearchStrategy>> StartSearch(BucketRun& b, const search::SearchSpace& space) {
   SweepRun& run = b.run;
   const SweepRequest& request = run.request;
   const KernelSpec& spec = run.spec;
   const BucketPlan& plan = b.plan;
   const auto search_setup = Clock::now();
-  SearchPrior prior;
-  std::vector<ProfileSimilarity> similarity;
+  search::SearchPrior prior;
+  std::vector<search::ProfileSimilarity> similarity;
   if (UsesPrior(request.strategy)) prior = run.prior.ForBucket(spec, plan, similarity);
-  auto search = MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
+  auto search = search::MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
                            BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
   run.bd.search_s += SecondsSince(search_setup);
   if (UsesPrior(request.strategy)) {
@@ -114,7 +114,7 @@ Result<std::unique_ptr<SearchStrategy>> StartSearch(BucketRun& b, const SearchSp
     for (const Config& c : *seeds) {
       if (auto i = space.Find(c)) at.push_back(*i);  // another profile's row may not fit here
     }
-    if (!at.empty()) search = MakeSeededSearch(std::move(search), std::move(at));
+    if (!at.empty()) search = search::MakeSeededSearch(std::move(search), std::move(at));
   }
   if (!similarity.empty()) {
     PhaseTimer t(run.bd.store_s);
@@ -123,7 +123,7 @@ Result<std::unique_ptr<SearchStrategy>> StartSearch(BucketRun& b, const SearchSp
   return search;
 }
 
-Result<Flow> RunSearch(BucketRun& b, const SearchSpace& space, SearchStrategy& search) {
+Result<Flow> RunSearch(BucketRun& b, const search::SearchSpace& space, search::SearchStrategy& search) {
   SweepRun& run = b.run;
   const BucketPlan& plan = b.plan;
   const auto bucket_start = std::chrono::steady_clock::now();
@@ -147,7 +147,7 @@ Result<Flow> RunSearch(BucketRun& b, const SearchSpace& space, SearchStrategy& s
     if (!at) return std::unexpected(at.error());
     const Measurement& m = b.results[*at];
     PhaseTimer t(run.bd.search_s);
-    search.Tell(*next, Observation{m.outcome == Outcome::kOk, m.median_ns});
+    search.Tell(*next, search::Observation{m.outcome == Outcome::kOk, m.median_ns});
   }
   run.total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
   return Flow::kContinue;

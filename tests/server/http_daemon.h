@@ -43,7 +43,7 @@ class Daemon : public ::testing::Test {
     options.sweep.timing.min_repetition_ns = 1e5;  // 0.1 ms: tests check flow, not speed
     options.sweep.timing.repetitions = 2;
     // Two samples on a loaded core can spread past any CV limit and leave a sweep with no
-    // stable config, hence no tuned row; the unstable verdict has its own tests (search_test).
+    // stable config, hence no tuned row; the unstable verdict has its own tests (evaluator_test).
     options.sweep.timing.max_cv = 1e9;
     service_ = std::make_unique<Service>(std::move(*store), dir_.File("db.sqlite"), options);
     ASSERT_TRUE(service_->Start());

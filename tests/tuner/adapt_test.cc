@@ -205,13 +205,13 @@ TEST(Adapt, SeededSearchAsksEveryConfigOnce) {
   for (int64_t a : {1, 2, 4, 8}) {
     for (int64_t b : {2, 4, 8, 16}) valid.push_back(NamedInts({{"a", a}, {"b", b}}));
   }
-  const SearchSpace space(spec.params(), valid);
+  const search::SearchSpace space(spec.params(), valid);
   const size_t start = *space.Find(spec.DefaultConfig());
-  auto search = MakeSeededSearch(MakeSearch(Strategy::kAnneal, space, start, 7, 16), {5, 0, 5, 9});
+  auto search = search::MakeSeededSearch(search::MakeSearch(Strategy::kAnneal, space, start, 7, 16), {5, 0, 5, 9});
   std::vector<size_t> asked;
   while (auto i = search->Ask()) {
     asked.push_back(*i);
-    search->Tell(*i, Observation{true, BowlCost(space.config(*i))});
+    search->Tell(*i, search::Observation{true, BowlCost(space.config(*i))});
   }
   ASSERT_GE(asked.size(), 3u);
   EXPECT_EQ(asked[0], 5u);
@@ -332,13 +332,13 @@ TEST(Timing, TheBatchThatEndsTheGrowthIsTheFirstRepetition) {
 }
 
 TEST(ProfilePrior, WeightsOtherProfilesByMeasuredRankCorrelation) {
-  EXPECT_NEAR(SpearmanRho({1, 2, 3, 4}, {10, 20, 30, 40}), 1, 1e-12);
-  EXPECT_NEAR(SpearmanRho({1, 2, 3, 4}, {4, 3, 2, 1}), -1, 1e-12);
-  EXPECT_EQ(SpearmanRho({1, 2}, {1, 2}), 0);  // too few points to say
+  EXPECT_NEAR(search::SpearmanRho({1, 2, 3, 4}, {10, 20, 30, 40}), 1, 1e-12);
+  EXPECT_NEAR(search::SpearmanRho({1, 2, 3, 4}, {4, 3, 2, 1}), -1, 1e-12);
+  EXPECT_EQ(search::SpearmanRho({1, 2}, {1, 2}), 0);  // too few points to say
 
   const BowlSpec spec;
   std::vector<Measurement> own;
-  std::vector<ProfileMeasurement> others;
+  std::vector<search::ProfileMeasurement> others;
   for (const Config& c : spec.ConfigSpace()) {
     Measurement m;
     m.bucket = "n1024";
@@ -354,9 +354,9 @@ TEST(ProfilePrior, WeightsOtherProfilesByMeasuredRankCorrelation) {
     elsewhere.bucket = "n64";  // a bucket this profile never measured: no evidence
     others.push_back({"unknown", elsewhere});
   }
-  const auto sims = MeasureProfileSimilarity(own, others);
+  const auto sims = search::MeasureProfileSimilarity(own, others);
   ASSERT_EQ(sims.size(), 3u);
-  std::map<std::string, ProfileSimilarity> by;
+  std::map<std::string, search::ProfileSimilarity> by;
   for (const auto& s : sims) by[s.hardware_key] = s;
   EXPECT_NEAR(by["same.shape"].correlation, 1, 1e-9);
   EXPECT_EQ(by["same.shape"].shared, 16);
@@ -364,7 +364,7 @@ TEST(ProfilePrior, WeightsOtherProfilesByMeasuredRankCorrelation) {
   EXPECT_NEAR(by["upside.down"].correlation, -1, 1e-9);
   EXPECT_EQ(by["unknown"].shared, 0);
   EXPECT_LT(by["unknown"].log_weight, 0);  // neutral: below an identical profile
-  const auto buckets = ProfilePriorBuckets(spec, others, sims);
+  const auto buckets = search::ProfilePriorBuckets(spec, others, sims);
   std::vector<std::string> names;
   for (const auto& b : buckets) names.push_back(b.name);
   // The anti-correlated profile is left out; the others are named by key and bucket.

@@ -135,9 +135,9 @@ TEST(RunSweep, RandomStrategyHonoursBudgetAndAlwaysIncludesTheDefault) {
 TEST(Search, RandomPlanIsDeterministicPerSeed) {
   FakeSpec spec;
   const auto space = spec.ConfigSpace();
-  const auto a = PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 99);
-  const auto b = PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 99);
-  const auto c = PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 100);
+  const auto a = search::PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 99);
+  const auto b = search::PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 99);
+  const auto c = search::PlanConfigs(space, spec.DefaultConfig(), Strategy::kRandom, 5, 100);
   EXPECT_EQ(a, b);
   EXPECT_EQ(a.size(), 5u);
   EXPECT_EQ(a.front(), spec.DefaultConfig());
@@ -145,7 +145,7 @@ TEST(Search, RandomPlanIsDeterministicPerSeed) {
   std::set<std::string> unique;
   for (const auto& x : a) unique.insert(x.ToString());
   EXPECT_EQ(unique.size(), 5u);
-  EXPECT_EQ(PlanConfigs(space, spec.DefaultConfig(), Strategy::kExhaustive, 3, 1).size(), space.size());
+  EXPECT_EQ(search::PlanConfigs(space, spec.DefaultConfig(), Strategy::kExhaustive, 3, 1).size(), space.size());
 }
 
 TEST(Timing, MedianAndCoefficientOfVariation) {

@@ -6,7 +6,7 @@
 #include <numeric>
 #include <utility>
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 namespace {
 
 // Weight of a profile by its measured likeness: log_weight = kScale * (rho - 1), 0 for identical
@@ -119,4 +119,4 @@ std::vector<PriorBucket> ProfilePriorBuckets(const KernelSpec& spec, const std::
   return out;
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

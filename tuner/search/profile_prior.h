@@ -18,7 +18,7 @@
 #include "tuner/measurement.h"
 #include "tuner/search/search.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 
 // One passing measurement and the hardware key it was measured under.
 struct ProfileMeasurement {
@@ -50,4 +50,4 @@ std::vector<ProfileSimilarity> MeasureProfileSimilarity(const std::vector<Measur
 std::vector<PriorBucket> ProfilePriorBuckets(const KernelSpec& spec, const std::vector<ProfileMeasurement>& others,
                                              const std::vector<ProfileSimilarity>& similarity);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

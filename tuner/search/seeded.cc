@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 namespace {
 
 class SeededSearch final : public SearchStrategy {
@@ -67,4 +67,4 @@ std::unique_ptr<SearchStrategy> MakeSeededSearch(std::unique_ptr<SearchStrategy>
   return std::make_unique<SeededSearch>(std::move(inner), std::move(seeds));
 }
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

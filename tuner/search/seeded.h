@@ -13,9 +13,9 @@
 
 #include "tuner/search/search.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 
 // `seeds` are indices into the inner strategy's space, asked in order (duplicates dropped).
 std::unique_ptr<SearchStrategy> MakeSeededSearch(std::unique_ptr<SearchStrategy> inner, std::vector<size_t> seeds);
 
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

@@ -1,21 +1,16 @@
-// Strategy replay against stored measurements, and the agreement of two sweeps; see simulate.h.
+// Strategy replay against stored measurements; see simulate.h.
 #include "tuner/search/simulate.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <map>
-#include <tuple>
+#include <optional>
+#include <utility>
 
 #include "tuner/search/search.h"
 
-namespace blocktune::tuner {
+namespace blocktune::tuner::search {
 namespace {
-
-bool InSpace(const StoredConfig& c) {
-  return c.outcome != Outcome::kInvalid || c.detail.rfind(kBelowFloorDetail, 0) == 0;
-}
 
 struct Oracle {
   SearchSpace space;
@@ -134,12 +129,6 @@ StrategyScore Score(const Oracle& o, Strategy strategy, const SimulateOptions& o
   return Aggregate(curves, budget, opt, o, expected);
 }
 
-std::string FormatDouble(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 }  // namespace
 
 std::vector<double> ExpectedRandomBest(std::vector<double> medians, int64_t budget) {
@@ -167,113 +156,6 @@ std::vector<double> ExpectedRandomBest(std::vector<double> medians, int64_t budg
       e += std::exp(lp) * medians[static_cast<size_t>(j)];
     }
     out.push_back(e);
-  }
-  return out;
-}
-
-std::vector<StoredBucket> GroupMeasurements(const std::string& kernel, const std::string& hardware_key, DType dtype,
-                                            const std::vector<Measurement>& measurements) {
-  std::map<std::string, StoredBucket> by_bucket;
-  for (const Measurement& m : measurements) {
-    StoredBucket& b = by_bucket[m.bucket];
-    if (b.bucket.empty() || m.sweep_id > b.sweep_id) {
-      b = StoredBucket{kernel, hardware_key, dtype, m.bucket, m.sweep_id, {}};
-    }
-    if (m.sweep_id != b.sweep_id) continue;
-    b.configs.push_back(StoredConfig{m.config, m.outcome, m.detail, m.median_ns});
-  }
-  std::vector<StoredBucket> out;
-  for (auto& [_, b] : by_bucket) out.push_back(std::move(b));
-  return out;
-}
-
-StoredBucket CombineSweeps(const std::vector<StoredBucket>& runs) {
-  if (runs.empty()) return {};
-  StoredBucket out = runs.front();
-  if (runs.size() == 1) return out;
-  out.configs.clear();
-  std::vector<std::string> order;
-  std::map<std::string, std::vector<const StoredConfig*>> by_config;
-  for (const StoredBucket& r : runs) {
-    out.sweep_id = std::max(out.sweep_id, r.sweep_id);
-    for (const StoredConfig& c : r.configs) {
-      auto& v = by_config[c.config.ToString()];
-      if (v.empty()) order.push_back(c.config.ToString());
-      v.push_back(&c);
-    }
-  }
-  for (const std::string& key : order) {
-    const auto& v = by_config[key];
-    std::vector<double> ok;
-    for (const StoredConfig* c : v) {
-      if (c->outcome == Outcome::kOk) ok.push_back(c->median_ns);
-    }
-    StoredConfig combined = *v.front();
-    if (!ok.empty()) {
-      combined.outcome = Outcome::kOk;
-      combined.detail.clear();
-      combined.median_ns = *std::min_element(ok.begin(), ok.end());
-    }
-    out.configs.push_back(std::move(combined));
-  }
-  return out;
-}
-
-std::string FormatStoredBuckets(const std::vector<StoredBucket>& buckets) {
-  std::string out = "# kernel\thardware\tdtype\tbucket\tconfig\toutcome\tmedian_ns\n";
-  for (const StoredBucket& b : buckets) {
-    for (const StoredConfig& c : b.configs) {
-      // Only what the oracle needs: the outcome decides membership of the space, and the
-      // detail only matters for the below-floor kind of `invalid`.
-      std::string outcome(OutcomeName(c.outcome));
-      if (c.outcome == Outcome::kInvalid && InSpace(c)) outcome = "invalid_below_floor";
-      out += b.kernel + '\t' + b.hardware_key + '\t' + std::string(DTypeName(b.dtype)) + '\t' + b.bucket + '\t' +
-             c.config.ToString() + '\t' + outcome + '\t' + FormatDouble(c.outcome == Outcome::kOk ? c.median_ns : 0) +
-             '\n';
-    }
-  }
-  return out;
-}
-
-Result<std::vector<StoredBucket>> ParseStoredBuckets(std::string_view text) {
-  std::vector<StoredBucket> out;
-  int line_no = 0;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    ++line_no;
-    if (line.empty() || line.front() == '#') continue;
-    std::vector<std::string_view> f;
-    while (true) {
-      const size_t tab = line.find('\t');
-      f.push_back(line.substr(0, tab));
-      if (tab == std::string_view::npos) break;
-      line.remove_prefix(tab + 1);
-    }
-    const std::string where = "line " + std::to_string(line_no);
-    if (f.size() != 7)
-      return InvalidArgument(where + ": expected 7 tab-separated fields, got " + std::to_string(f.size()));
-    auto dtype = ParseDType(f[2]);
-    auto config = NamedInts::Parse(f[4]);
-    std::optional<Outcome> outcome;
-    std::string detail;
-    if (f[5] == "invalid_below_floor") {
-      outcome = Outcome::kInvalid;
-      detail = std::string(kBelowFloorDetail);
-    } else {
-      outcome = ParseOutcome(f[5]);
-    }
-    double median = 0;
-    const auto [ptr, ec] = std::from_chars(f[6].data(), f[6].data() + f[6].size(), median);
-    if (!dtype || !config || !outcome || ec != std::errc() || ptr != f[6].data() + f[6].size()) {
-      return InvalidArgument(where + ": malformed dtype, config, outcome or median_ns");
-    }
-    if (out.empty() || out.back().kernel != f[0] || out.back().hardware_key != f[1] || out.back().dtype != *dtype ||
-        out.back().bucket != f[3]) {
-      out.push_back(StoredBucket{std::string(f[0]), std::string(f[1]), *dtype, std::string(f[3]), 0, {}});
-    }
-    out.back().configs.push_back(StoredConfig{std::move(*config), *outcome, detail, median});
   }
   return out;
 }
@@ -439,89 +321,4 @@ Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const 
   return r;
 }
 
-namespace {
-
-// A judgement of two different choices for one bucket: A's slowdown relative to B's, and who
-// judged it ('A', 'B' or 'R'); nullopt when it cannot be judged.
-struct Judgement {
-  double slowdown;
-  char judged_by;
-};
-
-// The agreement loop both comparisons share: pairs up the two sweeps' choices by bucket, counts
-// identical choices as within, asks `judge` about the others, and lists the unjudged buckets.
-template <typename Judge>
-AgreementReport Agreement(const std::vector<std::pair<std::string, Config>>& chosen_a,
-                          const std::vector<std::pair<std::string, Config>>& chosen_b, double tolerance, char same_by,
-                          Judge judge) {
-  AgreementReport r;
-  r.tolerance = tolerance;
-  int within = 0;
-  for (const auto& [bucket, ca] : chosen_a) {
-    const auto it = std::find_if(chosen_b.begin(), chosen_b.end(), [&](const auto& p) { return p.first == bucket; });
-    if (it == chosen_b.end()) continue;
-    BucketAgreement g{bucket, ca, it->second, 0, same_by, true};
-    if (ca != it->second) {
-      const std::optional<Judgement> j = judge(bucket, ca, it->second);
-      if (!j) {
-        r.unjudged.push_back(bucket);
-        continue;
-      }
-      g.slowdown = j->slowdown;
-      g.judged_by = j->judged_by;
-      g.within = std::fabs(g.slowdown) <= tolerance;
-    }
-    within += g.within ? 1 : 0;
-    r.buckets.push_back(std::move(g));
-  }
-  r.within_fraction = r.buckets.empty() ? 0 : static_cast<double>(within) / static_cast<double>(r.buckets.size());
-  return r;
-}
-
-}  // namespace
-
-AgreementReport CompareChoices(const std::vector<StoredBucket>& a,
-                               const std::vector<std::pair<std::string, Config>>& chosen_a,
-                               const std::vector<StoredBucket>& b,
-                               const std::vector<std::pair<std::string, Config>>& chosen_b, double tolerance) {
-  const auto median_of = [](const std::vector<StoredBucket>& sweep, const std::string& bucket,
-                            const Config& c) -> std::optional<double> {
-    for (const StoredBucket& sb : sweep) {
-      if (sb.bucket != bucket) continue;
-      for (const StoredConfig& sc : sb.configs) {
-        if (sc.config == c && sc.outcome == Outcome::kOk && sc.median_ns > 0) return sc.median_ns;
-      }
-    }
-    return std::nullopt;
-  };
-  return Agreement(chosen_a, chosen_b, tolerance, 'B',
-                   [&](const std::string& bucket, const Config& ca, const Config& cb) -> std::optional<Judgement> {
-                     if (auto xa = median_of(b, bucket, ca), xb = median_of(b, bucket, cb); xa && xb) {
-                       return Judgement{*xa / *xb - 1, 'B'};
-                     }
-                     if (auto ya = median_of(a, bucket, ca), yb = median_of(a, bucket, cb); ya && yb) {
-                       return Judgement{*ya / *yb - 1, 'A'};
-                     }
-                     return std::nullopt;
-                   });
-}
-
-AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
-                                 const std::vector<std::pair<std::string, Config>>& chosen_a,
-                                 const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
-                                 const timing::TimingOptions& timing, double tolerance) {
-  return Agreement(
-      chosen_a, chosen_b, tolerance, 'R',
-      [&](const std::string& bucket, const Config& ca, const Config& cb) -> std::optional<Judgement> {
-        auto problem = spec.ProblemFromBucket(dtype, bucket);
-        if (!problem) return std::nullopt;
-        const EvalRequest request{&spec, *problem, threads, 1, timing, /*isa=*/{}};
-        const auto t = evaluator.MeasureInterleaved(request, {ca, cb});
-        if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk || t[1].median_ns <= 0) {
-          return std::nullopt;
-        }
-        return Judgement{t[0].median_ns / t[1].median_ns - 1, 'R'};
-      });
-}
-
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search

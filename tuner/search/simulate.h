@@ -1,61 +1,18 @@
 // Scoring search strategies without running a kernel: replay a strategy against the stored
-// medians of an exhaustive sweep (the oracle answers each config with what was measured), and
-// report, per bucket, best-found over optimum against the number of evaluations, next to
-// random search at the same budget. Deterministic: the same data and seeds give the same
-// figures on every machine. Also compares the winners of two independent sweeps.
-//
-// Stored data travel as tab-separated lines (kernel, hardware, dtype, bucket, config, outcome,
-// median_ns), the form checked in under tests/data/ for the simulation test.
+// medians of an exhaustive sweep (the oracle answers each config with what was measured,
+// stored_buckets.h), and report, per bucket, best-found over optimum against the number of
+// evaluations, next to random search at the same budget. Deterministic: the same data and seeds
+// give the same figures on every machine.
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <string_view>
 #include <vector>
 
-#include "kernels/core/kernel_spec.h"
-#include "tuner/evaluator.h"
+#include "kernels/core/config.h"
 #include "tuner/measurement.h"
+#include "tuner/search/stored_buckets.h"
 
-namespace blocktune::tuner {
-
-// The detail prefix of an `invalid` outcome for a config that ran but timed faster than
-// physics allows (see timing/floor.h): it passed validation, so it belongs to the search space.
-inline constexpr std::string_view kBelowFloorDetail = "below physical floor";
-
-struct StoredConfig {
-  Config config;
-  Outcome outcome = Outcome::kOk;
-  std::string detail;
-  double median_ns = 0;  // when ok
-};
-
-// Every config of one (kernel, hardware, dtype, bucket) from one exhaustive sweep.
-struct StoredBucket {
-  std::string kernel;
-  std::string hardware_key;
-  DType dtype = DType::kF32;
-  std::string bucket;
-  int64_t sweep_id = 0;
-  std::vector<StoredConfig> configs;
-};
-
-// Groups measurements of exhaustive sweeps into buckets; when several sweeps measured one
-// bucket, the latest (highest sweep id) wins. `sweep_id` is taken from each measurement.
-std::vector<StoredBucket> GroupMeasurements(const std::string& kernel, const std::string& hardware_key, DType dtype,
-                                            const std::vector<Measurement>& measurements);
-
-// Several exhaustive sweeps of the same key combined into one oracle: per config, the lowest
-// of the passing sweeps' medians (ok if any sweep passed it; otherwise the first sweep's
-// outcome). Interference from other processes only ever adds time, so of two medians of the
-// same config the lower is the closer to its own speed (the rule the timing retries follow);
-// a config that was measured in a noisy minute in one sweep gets its quiet value from the
-// other. Buckets must share the key.
-StoredBucket CombineSweeps(const std::vector<StoredBucket>& runs);
-
-std::string FormatStoredBuckets(const std::vector<StoredBucket>& buckets);
-// Errors name the line ("line 12: ...").
-Result<std::vector<StoredBucket>> ParseStoredBuckets(std::string_view text);
+namespace blocktune::tuner::search {
 
 struct SimulateOptions {
   Strategy strategy = Strategy::kAuto;
@@ -132,37 +89,4 @@ struct SimulateReport {
 // Buckets of kernels not in the registry, or without a passing config, are errors.
 Result<SimulateReport> Simulate(const std::vector<StoredBucket>& buckets, const SimulateOptions& options);
 
-// Two independent sweeps of the same buckets: for each bucket both measured, how much slower
-// A's chosen config is than B's, judged by B's own measurements (B measured A's choice), else
-// by A's. `chosen_a` / `chosen_b` are the configs each sweep published, one per bucket id.
-struct BucketAgreement {
-  std::string bucket;
-  Config chosen_a;
-  Config chosen_b;
-  double slowdown = 0;   // median(A's choice) / median(B's choice) - 1 on the judging sweep; may be < 0
-  char judged_by = 'B';  // 'A', 'B', or 'R': re-timed side by side (RemeasureChoices)
-  bool within = false;   // |slowdown| <= tolerance
-};
-
-struct AgreementReport {
-  double tolerance = 0.03;
-  std::vector<BucketAgreement> buckets;
-  double within_fraction = 0;
-  std::vector<std::string> unjudged;  // buckets where neither sweep measured the other's choice
-};
-
-AgreementReport CompareChoices(const std::vector<StoredBucket>& a,
-                               const std::vector<std::pair<std::string, Config>>& chosen_a,
-                               const std::vector<StoredBucket>& b,
-                               const std::vector<std::pair<std::string, Config>>& chosen_b, double tolerance);
-
-// The same comparison judged by timing both choices again, side by side in this process with
-// their repetitions interleaved (Evaluator::MeasureInterleaved at each bucket's representative
-// problem), so neither sweep's noisy minute decides it. Buckets whose problem cannot be
-// rebuilt from the id, or whose re-timing fails, are listed as unjudged.
-AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
-                                 const std::vector<std::pair<std::string, Config>>& chosen_a,
-                                 const std::vector<std::pair<std::string, Config>>& chosen_b, Evaluator& evaluator,
-                                 const timing::TimingOptions& timing, double tolerance);
-
-}  // namespace blocktune::tuner
+}  // namespace blocktune::tuner::search
