@@ -50,11 +50,6 @@ EXEMPT = {
     # TEMPORARY: vec_math.h is in every kernel's fingerprint (cmake/fingerprint.cmake); renaming
     # its namespace would make every checked-in tuned row stale. The coordinator decides.
     "kernels/core/vec_math.h": (["blocktune::vec"], "TEMPORARY: fingerprinted; renaming stales the tuned rows"),
-    # TEMPORARY: the worker evaluator is the tuner's Evaluator run over tuner/isolation's
-    # protocol, and is being split by another change (issue 37); it is blocktune::tuner while
-    # the rest of its folder is blocktune::tuner::isolation.
-    "tuner/isolation/worker_evaluator.h": (["blocktune::tuner"], "TEMPORARY: being split; its folder is ::isolation"),
-    "tuner/isolation/worker_evaluator.cc": (["blocktune::tuner"], "TEMPORARY: being split; its folder is ::isolation"),
 }
 # Third-party namespaces a header may open to forward-declare a type (class Request;), so that
 # it need not include the library's header.
