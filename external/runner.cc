@@ -18,8 +18,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "external/runner_guard.h"
 #include "tuner/timing/timing.h"
 
 namespace blocktune::external {
@@ -58,14 +60,13 @@ class RunnerProcess {
   bool fresh() const { return fresh_; }
   const std::string& log() const { return log_; }
 
-  // fork + exec of the runner: stdin a pipe, stdout and stderr one log pipe, fd 3 the answer
-  // pipe; dies with this process (PR_SET_PDEATHSIG) and inherits its limits (RLIMIT_AS, core 0).
-  // It leads a process group of its own (set in the child and in the parent, so neither side
-  // races the other), which everything it starts inherits: when the runner exits, times out or
-  // is replaced, the whole group is killed, so a runner that forks (`sleep 30 &`, a compiler, a
-  // pool of helpers) leaves nothing running. Not reached: a child that leaves the group itself
-  // (setsid, setpgid) and the children of a runner whose host process is SIGKILLed (the runner
-  // dies by PR_SET_PDEATHSIG, its group is left to finish).
+  // fork + exec of the runner behind a guard (runner_guard.h): stdin a pipe, stdout and stderr
+  // one log pipe, fd 3 the answer pipe; it inherits this process's limits (RLIMIT_AS, core 0).
+  // The guard leads a process group of its own, which the runner and whatever it starts
+  // inherit, and is the subreaper of the runner's tree: when the runner exits, times out or is
+  // replaced, or when this process dies (even by SIGKILL), the guard kills the group and every
+  // orphan reparented to it, so a runner that forks (`sleep 30 &`, a compiler, a pool of
+  // helpers), even one whose child calls setsid, leaves nothing running.
   Status Start(const RunnerSpec& spec) {
     Kill();
     log_.clear();
@@ -83,36 +84,16 @@ class RunnerProcess {
     for (const auto& a : spec.command) argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     const std::string dir = spec.working_dir;
+    const GuardedExec exec{in[0], out[1], res[1], dir.c_str(), argv.data()};
     const pid_t parent = getpid();
     const pid_t pid = fork();
     if (pid < 0) {
       for (int fd : {in[0], in[1], out[0], out[1], res[0], res[1]}) close(fd);
       return Internal(std::string("fork: ") + std::strerror(errno));
     }
-    if (pid == 0) {
-      // Child: async-signal-safe calls only until exec.
-      setpgid(0, 0);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);
-      signal(SIGPIPE, SIG_DFL);
-      const int a = fcntl(in[0], F_DUPFD, 10), b = fcntl(out[1], F_DUPFD, 10), c = fcntl(res[1], F_DUPFD, 10);
-      if (a < 0 || b < 0 || c < 0 || dup2(a, 0) < 0 || dup2(b, 1) < 0 || dup2(b, 2) < 0 || dup2(c, 3) < 0) _exit(127);
-      syscall(SYS_close_range, 4u, ~0u, 0u);
-      if (chdir(dir.c_str()) != 0) {
-        const char msg[] = "runner: cannot enter the spec's directory\n";
-        (void)!write(2, msg, sizeof msg - 1);
-        _exit(127);
-      }
-      execvp(argv[0], argv.data());
-      const char msg[] = "runner: exec failed: ";
-      (void)!write(2, msg, sizeof msg - 1);
-      const char* err = strerror(errno);
-      (void)!write(2, err, strlen(err));
-      (void)!write(2, "\n", 1);
-      _exit(127);
-    }
+    if (pid == 0) RunGuard(parent, exec);  // async-signal-safe calls only until exec
     close(in[0]), close(out[1]), close(res[1]);
-    setpgid(pid, pid);  // EACCES once the child has exec'd: it has set it itself by then
+    setpgid(pid, pid);  // the guard sets it itself too: neither side races the other
     pid_ = pid;
     pgid_ = pid;
     stdin_fd_ = in[1];
@@ -214,11 +195,20 @@ class RunnerProcess {
     Reap(Now() + 5);
   }
 
+  // SIGTERM to the guard, which kills the runner's whole tree and exits; SIGKILL to the guard
+  // and its group after 2 s (a guard that cannot finish: its runner then dies by
+  // PR_SET_PDEATHSIG, its group by the kill below).
   void Kill() {
     if (pid_ > 0) {
-      kill(pid_, SIGKILL);
+      kill(pid_, SIGTERM);
       int status = 0;
-      while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      const double give_up = Now() + 2;
+      pid_t r = 0;
+      while ((r = waitpid(pid_, &status, WNOHANG)) == 0 && Now() < give_up) usleep(1000);
+      if (r == 0 || (r < 0 && errno == EINTR)) {
+        kill(pid_, SIGKILL);
+        while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
       }
       pid_ = 0;
     }
@@ -264,6 +254,7 @@ class RunnerProcess {
   // "was killed by SIGSEGV".
   std::string Reap(double deadline) {
     std::string how = "is gone";
+    bool killed = false;
     while (pid_ > 0) {
       int status = 0;
       const pid_t r = waitpid(pid_, &status, WNOHANG);
@@ -278,8 +269,10 @@ class RunnerProcess {
         break;
       }
       if (Now() > deadline) {
-        kill(pid_, SIGKILL);
-        deadline = Now() + 3600;
+        // The guard's SIGTERM takes the runner's tree with it; SIGKILL if it is not gone in 2 s.
+        kill(pid_, killed ? SIGKILL : SIGTERM);
+        deadline = Now() + (killed ? 3600 : 2);
+        killed = true;
         how = "closed fd 3 and was killed (SIGKILL)";
         continue;
       }
@@ -308,8 +301,8 @@ class RunnerProcess {
     buffer_.clear();
   }
 
-  pid_t pid_ = 0;
-  pid_t pgid_ = 0;  // the runner's process group (its pid), until killed
+  pid_t pid_ = 0;   // the guard (runner_guard.h), whose exit status is the runner's
+  pid_t pgid_ = 0;  // the guard's process group (its pid), until killed
   int stdin_fd_ = -1;
   int log_fd_ = -1;
   int result_fd_ = -1;
@@ -332,13 +325,33 @@ json RequestLine(const tuner::EvalRequest& r, const Config& config, int repetiti
               {"threads", r.threads}};
 }
 
-// Reads a runner's answer into `m`; false unless it is a usable set of times (then `m` holds
-// the outcome the answer means).
-bool Interpret(const json& body, Measurement& m) {
+// What one answer says the runner spent: the wall of its timed repetitions and everything else
+// it did for the request (build, inputs, warm-up, check, calibration), in seconds; -1 = not
+// reported (a runner older than these fields).
+struct Spent {
+  double timed_s = -1;
+  double overhead_s = -1;
+};
+
+// Reads a runner's answer into `m` and `spent`; false unless it is a usable set of times (then
+// `m` holds the outcome the answer means).
+bool Interpret(const json& body, Measurement& m, Spent& spent) {
   if (!body.is_object()) {
     m.outcome = Outcome::kWorkerLost;
     m.detail = "runner protocol error: the answer is not a JSON object";
     return false;
+  }
+  for (const auto& [field, out] :
+       {std::pair{"timed_ms", &spent.timed_s}, std::pair{"overhead_ms", &spent.overhead_s}}) {
+    if (!body.contains(field)) continue;
+    const json& v = body[field];
+    if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0) {
+      m.outcome = Outcome::kWorkerLost;
+      m.detail = std::string("runner protocol error: ") + field + " holds '" + v.dump().substr(0, 64) +
+                 "', not a non-negative number";
+      return false;
+    }
+    *out = v.get<double>() * 1e-3;
   }
   if (body.contains("times_ms")) {
     const json& t = body["times_ms"];
@@ -399,12 +412,23 @@ class Runners final : public tuner::RunnerMeasurer {
     }
     int attempts = 0;
     std::vector<double> best;
+    double best_timed_s = 0, all_timed_s = 0;
     while (true) {
       ++attempts;
+      const double before = costs_.timed_s;
       if (!Ask(request, spec, config, request.timing.repetitions, m)) return;
-      if (best.empty() || tuner::timing::RobustCv(m.samples_ns) < tuner::timing::RobustCv(best)) best = m.samples_ns;
+      const double timed_s = costs_.timed_s - before;
+      all_timed_s += timed_s;
+      if (best.empty() || tuner::timing::RobustCv(m.samples_ns) < tuner::timing::RobustCv(best)) {
+        best = m.samples_ns;
+        best_timed_s = timed_s;
+      }
       if (tuner::timing::RobustCv(best) <= request.timing.max_cv || attempts > request.timing.max_retries) break;
     }
+    // The attempts not kept were retries, not the measurement.
+    costs_.timed_s -= all_timed_s - best_timed_s;
+    costs_.retry_s += all_timed_s - best_timed_s;
+    costs_.retries += static_cast<int64_t>(attempts - 1) * std::max(1, request.timing.repetitions);
     Finish(m, best);
     if (const double spread = tuner::timing::RobustCv(best); spread > request.timing.max_cv) {
       char buf[200];
@@ -438,6 +462,8 @@ class Runners final : public tuner::RunnerMeasurer {
     }
     return out;
   }
+
+  tuner::EvalCosts TakeCosts() override { return std::exchange(costs_, tuner::EvalCosts{}); }
 
  private:
   static void Finish(Measurement& m, const std::vector<double>& samples) {
@@ -478,7 +504,17 @@ class Runners final : public tuner::RunnerMeasurer {
       m.detail = a.detail;
       return false;
     }
-    const bool measured = Interpret(a.body, m);
+    Spent spent;
+    const bool measured = Interpret(a.body, m, spent);
+    // A runner that does not report timed_ms is credited with the sum of its times (per-call
+    // means, so an undercount when it loops); one without overhead_ms has its overhead counted
+    // as transport, as before these fields.
+    if (measured) {
+      double sum_s = 0;
+      for (double ns : m.samples_ns) sum_s += ns * 1e-9;
+      costs_.timed_s += spent.timed_s >= 0 ? spent.timed_s : sum_s;
+    }
+    if (spent.overhead_s >= 0) costs_.calibrate_s += spent.overhead_s;
     // A config the runner rejected, could not compile or found wrong leaves it in a known state;
     // after a runtime failure (a failed launch can poison a GPU context) or anything worse the
     // runner is replaced.
@@ -495,6 +531,7 @@ class Runners final : public tuner::RunnerMeasurer {
   }
 
   std::map<std::string, RunnerProcess> processes_;
+  tuner::EvalCosts costs_;  // since the last TakeCosts
 };
 
 }  // namespace

@@ -259,9 +259,11 @@ void InProcessEvaluator::Measure(const EvalRequest& request, const Config& confi
     return;
   }
   if (request.spec->runner() != nullptr) {
-    if (RunnerMeasurer* r = Runners(cache_->runners, &m)) r->Measure(request, config, m);
-    // A runner's phases are its own; what its samples add up to is what was timed.
-    for (double ns : m.samples_ns) cache_->costs.timed_s += ns * static_cast<double>(m.iterations) * 1e-9;
+    // A runner's phases are what its answers report (RunnerMeasurer::TakeCosts).
+    if (RunnerMeasurer* r = Runners(cache_->runners, &m)) {
+      r->Measure(request, config, m);
+      cache_->costs += r->TakeCosts();
+    }
     return;
   }
   if (!VerifyWith(cache_->references, *request.spec, config, request.problem, request.threads, m, &cache_->costs)) {
@@ -283,9 +285,7 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
   if (request.spec->runner() != nullptr) {
     if (RunnerMeasurer* r = Runners(cache_->runners, nullptr)) {
       auto out = r->MeasureInterleaved(request, configs);
-      for (const Measurement& m : out) {
-        for (double ns : m.samples_ns) cache_->costs.timed_s += ns * static_cast<double>(m.iterations) * 1e-9;
-      }
+      cache_->costs += r->TakeCosts();
       return out;
     }
     std::vector<Measurement> out(configs.size());

@@ -59,6 +59,10 @@ class RunnerMeasurer {
   virtual void Measure(const EvalRequest& request, const Config& config, Measurement& m) = 0;
   virtual std::vector<Measurement> MeasureInterleaved(const EvalRequest& request,
                                                       const std::vector<Config>& configs) = 0;
+  // What the runners spent since the last call, by phase: the wall of their timed repetitions
+  // (timed_s; retry_s for attempts not kept) and their own build, warm-up, check and
+  // calibration (calibrate_s), as their answers report them (timed_ms, overhead_ms).
+  virtual EvalCosts TakeCosts() = 0;
 };
 using RunnerMeasurerFactory = std::unique_ptr<RunnerMeasurer> (*)();
 // Called once at start-up by each executable that links external/ (blocktuned, blocktune,

@@ -45,14 +45,34 @@ def test_timing_loop_honours_min_time_and_repetitions():
     r = runner.Runner(lambda req: clock.kernel, lambda req: made.append(1) or (np.arange(4.0),),
                       lambda req, x: x * 2, clock=clock)
     a = r.handle(request())
-    # One call of 1 ms: 5 iterations per repetition of >= 5 ms, each reported as 1 ms per call.
-    assert a == {"times_ms": pytest.approx([1.0, 1.0, 1.0])}
-    assert clock.calls == 1 + 1 + 3 * 5  # checked call, calibration, 3 x 5 timed
+    # The checked call of 1 ms picks the count: 6 iterations (3% past 5 ms) per repetition, each
+    # reported as 1 ms per call; no call beyond the checked one is spent outside the repetitions.
+    assert a == {"times_ms": pytest.approx([1.0, 1.0, 1.0]), "timed_ms": pytest.approx(18.0),
+                 "overhead_ms": pytest.approx(1.0)}
+    assert clock.calls == 1 + 3 * 6  # checked call, 3 x 6 timed
     b = r.handle(request(config={"x": 2}, repetitions=2))
     assert len(b["times_ms"]) == 2
     assert len(made) == 1  # same problem: inputs and reference kept
     r.handle(request(shape={"n": 5}))
     assert len(made) == 2
+
+
+def test_repetitions_land_just_past_the_minimum_after_a_slow_first_call():
+    # A 5 ms first call (a compile) and 0.37 ms calls after it: the first batch (2 calls, from the
+    # first call's time) falls short and is overhead; each kept repetition is within 10% of 5 ms.
+    clock = FakeClock()
+
+    def kernel(x):  # type: ignore[no-untyped-def]
+        clock.now += 0.005 if clock.calls == 0 else 0.00037
+        clock.calls += 1
+        return x * 2
+
+    r = runner.Runner(lambda req: kernel, lambda req: (np.arange(4.0),), lambda req, x: x * 2, clock=clock)
+    a = r.handle(request())
+    assert a["times_ms"] == pytest.approx([0.37, 0.37, 0.37])
+    per_rep = a["timed_ms"] / 3
+    assert 5.0 <= per_rep <= 5.5
+    assert a["overhead_ms"] == pytest.approx(5.0 + 2 * 0.37)
 
 
 @pytest.mark.parametrize("build, kernel_error, outcome", [
@@ -117,4 +137,5 @@ def test_numpy_example_over_stdin_and_fd3():
     assert proc.wait(timeout=60) == 0
     assert [len(a.get("times_ms", [])) for a in got[:2]] == [3, 3]
     assert all(t > 0 for a in got[:2] for t in a["times_ms"])
-    assert got[2] == {"outcome": "invalid", "message": "only f32"}
+    assert {k: got[2][k] for k in ("outcome", "message")} == {"outcome": "invalid", "message": "only f32"}
+    assert got[2]["overhead_ms"] >= 0

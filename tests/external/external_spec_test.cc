@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -425,6 +426,66 @@ TEST_F(RunnerTest, WhatARunnerStartedDiesWithItThroughWorkerProcesses) {
     EXPECT_EQ(m.outcome, c.expected) << c.name << ": " << m.detail;
     EXPECT_EQ(SleepsLeft(c.seconds), 0) << c.name << ": the runner's child outlived it";
   }
+}
+
+// Issue 40: a runner's child that leaves the process group (setsid) still dies with the config,
+// in-process and through blocktune-worker: the guard is the subreaper of the runner's tree.
+TEST_F(RunnerTest, ASetsidChildOfARunnerDiesWithIt) {
+  tuner::InProcessEvaluator e;
+  const Measurement once =
+      Run(e, Make("ext_setsid_once", R"(setsid sleep 31.81 & read -r line; echo '{"times_ms": [1.5]}' >&3)", false));
+  EXPECT_EQ(once.outcome, Outcome::kOk) << once.detail;
+  EXPECT_EQ(SleepsLeft("31.81"), 0) << "a per-config runner's setsid child outlived the config";
+
+  const Measurement hang =
+      Run(e, Make("ext_setsid_hang", "setsid sleep 31.82 & read -r line; exec sleep 1000", true, 0.5));
+  EXPECT_EQ(hang.outcome, Outcome::kTimeout) << hang.detail;
+  EXPECT_EQ(SleepsLeft("31.82"), 0) << "a timed-out runner's setsid child outlived it";
+
+  test::ScratchDir dir("external_worker_setsid");
+  const std::string script = "setsid sleep 31.83 & read -r line; exit 3";
+  std::ofstream(dir.File("ws_exit.json")) << Spec("ws_exit", script, true, 0.5);
+  tuner::isolation::WorkerOptions options;
+  auto path = tuner::isolation::LocateWorker("");
+  ASSERT_TRUE(path) << path.error().message;
+  options.worker_path = *path;
+  options.kernel_dirs = {dir.path().string()};
+  tuner::isolation::WorkerEvaluator worker(options);
+  auto spec = ParseKernelSpec(Spec("ws_exit", script, true, 0.5), "x.json", "/");
+  ASSERT_TRUE(spec);
+  const Measurement m = Run(worker, **spec);
+  EXPECT_EQ(m.outcome, Outcome::kCrashed) << m.detail;
+  EXPECT_EQ(SleepsLeft("31.83"), 0) << "the worker's runner left its setsid child running";
+}
+
+// Issue 40: when blocktune-worker itself is SIGKILLed while its runner serves a config, the
+// runner and everything it started (in its group or not) die too: the guard hears of the
+// worker's death by PR_SET_PDEATHSIG and kills the tree it is subreaper of.
+TEST_F(RunnerTest, ARunnersChildrenDieWhenTheWorkerIsKilled) {
+  test::ScratchDir dir("external_worker_sigkill");
+  const std::string script = "sleep 31.84 & setsid sleep 31.85 & read -r line; exec sleep 31.86";
+  std::ofstream(dir.File("wk_hang.json")) << Spec("wk_hang", script, true, 60);
+  tuner::isolation::WorkerOptions options;
+  auto path = tuner::isolation::LocateWorker("");
+  ASSERT_TRUE(path) << path.error().message;
+  options.worker_path = *path;
+  options.kernel_dirs = {dir.path().string()};
+  tuner::isolation::WorkerEvaluator worker(options);
+  auto spec = ParseKernelSpec(Spec("wk_hang", script, true, 60), "x.json", "/");
+  ASSERT_TRUE(spec);
+  Measurement m;
+  std::thread measuring([&] { m = Run(worker, **spec); });
+  // All three run once the runner has read its request (10 s at most under load).
+  for (int i = 0; i < 200 && LiveSleeps("31.84") + LiveSleeps("31.85") + LiveSleeps("31.86") < 3; ++i) usleep(50000);
+  EXPECT_EQ(LiveSleeps("31.84") + LiveSleeps("31.85") + LiveSleeps("31.86"), 3);
+  const pid_t worker_pid = worker.worker_pid();
+  ASSERT_GT(worker_pid, 0);
+  worker.Abort();  // SIGKILL to blocktune-worker: nothing of it runs after this
+  EXPECT_EQ(SleepsLeft("31.84"), 0) << "the runner's child outlived the SIGKILLed worker";
+  EXPECT_EQ(SleepsLeft("31.85"), 0) << "the runner's setsid child outlived the SIGKILLed worker";
+  EXPECT_EQ(SleepsLeft("31.86"), 0) << "the runner outlived the SIGKILLed worker";
+  measuring.join();
+  EXPECT_NE(m.outcome, Outcome::kOk) << m.detail;
 }
 
 }  // namespace

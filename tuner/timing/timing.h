@@ -32,6 +32,9 @@ struct TimingOptions {
   int rotation_sets = 0;
   // Reject medians below the physical floor (timing/floor.h) as `invalid`.
   bool check_floor = true;
+  // The clock TimeRepeated reads, in ns; null = std::chrono::steady_clock. Tests pass a fake
+  // one that their fake kernel advances, so the calibration can be checked exactly.
+  double (*clock_ns)() = nullptr;
 };
 
 // Input sets for a problem of `bytes_per_set` (the kernel's minimum traffic): enough that
@@ -41,7 +44,7 @@ int RotationSets(double bytes_per_set, int64_t l2_bytes, int64_t l3_bytes, int c
 
 struct TimingResult {
   std::vector<double> samples_ns;  // per-iteration time of each repetition
-  int64_t iterations = 0;          // iterations per repetition
+  int64_t iterations = 0;          // iterations per repetition (after the first, see TimeRepeated)
   double median_ns = 0;
   double cv = 0;
   // Wall time of the kept repetitions, and of the calls that were not kept (the warm-up and
@@ -63,8 +66,12 @@ double RobustCv(const std::vector<double>& v);
 // Times `run`; the first failure it returns stops timing and is returned. With
 // options.repetitions == 0 it only warms up and calibrates: `iterations` is set, no samples.
 // The growth batch that reached the minimum time is kept as the first repetition (as Google
-// Benchmark keeps the run that met its minimum time): it is `iterations` calls after the
-// warm-up like every other repetition, and re-running it would cost one repetition per config.
+// Benchmark keeps the run that met its minimum time): it is warm calls after the warm-up like
+// every other repetition, and re-running it would cost one repetition per config. The growth
+// aims 3% past the minimum, and the count of the repetitions after the first is rescaled from
+// the first one's per-call time, so that each repetition lasts between the minimum and 10%
+// more whenever a call is under ~5% of the minimum (a longer call rounds up by up to a call).
+// `iterations` is that rescaled count (what TimeRepeatedAt and retries reuse).
 Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options);
 
 // `options.repetitions` repetitions of `iterations` calls each, without warm-up or growth: for

@@ -6,10 +6,14 @@ file descriptor 3.
 Per config: build(request) compiles/prepares (any exception: compile_failed; Invalid: invalid);
 the first call runs it on the problem's inputs and doubles as the warm-up (exception:
 runtime_failed); its output is checked against reference(request, *inputs) (mismatch or
-WrongResult: wrong_result); then one more call is timed to pick the iterations per repetition
-so that each of the `repetitions` timed repetitions lasts at least `min_time_ms`, and the answer
-is the mean time per call of each repetition. Inputs and the reference's output are made once
-per (dtype, shape) and kept for the next configs of the same problem (one problem at a time).
+WrongResult: wrong_result); the warm-up call's own time picks the iterations of the first
+repetition (no extra call), a first batch shorter than `min_time_ms` grows and is not kept, and
+the first kept repetition's per-call time sets the count of the rest, each aimed 3% past
+`min_time_ms`. The answer is the mean time per call of each repetition, the wall of the kept
+repetitions (`timed_ms`) and everything else the request cost here (`overhead_ms`: build,
+inputs, reference, warm-up, check, short batches), so that blocktune's breakdown tells the
+runner's overhead from transport. Inputs and the reference's output are made once per (dtype,
+shape) and kept for the next configs of the same problem (one problem at a time).
 
 Before its first answer the runner announces the device it measures on, one line on fd 3:
 {"device": {...}} (blocktune.device.DeviceIdentity), so blocktune files the measurements under
@@ -119,6 +123,37 @@ def _message(e: BaseException) -> str:
     return text if len(text) <= 2000 else text[:2000] + "..."
 
 
+# 3% past the minimum, as the C++ timing loop aims (tuner/timing/timing.cc); a call under 100 ns
+# is taken as 100 ns so that a broken clock cannot ask for billions of iterations.
+_AIM = 1.03
+_SHORTEST_CALL_S = 1e-7
+
+
+def _repetitions(call: Callable[[], Any], clock: Callable[[], float], warm_s: float, min_s: float,
+                 repetitions: int) -> tuple[list[float], float]:
+    """`repetitions` timed repetitions of `call`, each at least `min_s` long: (per-call ms of
+    each, wall seconds of them all). The first batch's count comes from the warm-up call's time
+    (usually slower than the calls after it, so the batch may fall short: then it grows, at most
+    10x a step, and is not kept); the first kept repetition's per-call time sets the rest."""
+    iters = max(1, math.ceil(_AIM * min_s / max(warm_s, _SHORTEST_CALL_S)))
+    times: list[float] = []
+    timed = 0.0
+    while len(times) < repetitions:
+        t0 = clock()
+        for _ in range(iters):
+            call()
+        elapsed = clock() - t0
+        if elapsed < min_s and not times:
+            grow = _AIM * min_s / max(elapsed, _SHORTEST_CALL_S)
+            iters = max(iters + 1, math.ceil(iters * min(grow, 10.0)))
+            continue
+        times.append(elapsed * 1000.0 / iters)
+        timed += elapsed
+        if len(times) == 1:
+            iters = max(1, math.ceil(_AIM * min_s / max(elapsed / iters, _SHORTEST_CALL_S)))
+    return times, timed
+
+
 class Runner:
     """The protocol's state: the current problem's inputs and reference output. handle() answers
     one request (a dict as read from stdin) with the dict to write back; serve() loops."""
@@ -174,6 +209,15 @@ class Runner:
             self._problem = key
 
     def handle(self, raw: Mapping[str, Any]) -> Answer:
+        start = self.clock()
+        answer = self._handle(raw)
+        if "times_ms" in answer:
+            answer["overhead_ms"] = max(0.0, (self.clock() - start) * 1000.0 - answer["timed_ms"])
+        else:
+            answer["overhead_ms"] = (self.clock() - start) * 1000.0
+        return answer
+
+    def _handle(self, raw: Mapping[str, Any]) -> Answer:
         try:
             req = Request.from_json(raw)
         except (KeyError, TypeError, ValueError) as e:
@@ -192,7 +236,9 @@ class Runner:
             return {"outcome": "runtime_failed", "message": "inputs or reference: " + _message(e)}
         inputs, block, clock = self._inputs or (), self.block, self.clock
         try:
+            t0 = clock()
             out = block(fn(*inputs))  # warm-up and the output checked
+            warm = clock() - t0
         except CompileFailed as e:
             return {"outcome": "compile_failed", "message": str(e)}
         except Exception as e:  # noqa: BLE001
@@ -205,22 +251,11 @@ class Runner:
             return {"outcome": "wrong_result", "message": _message(e)}
         del out
         try:
-            # One call timed alone picks the iterations per repetition: ceil(min_time / once),
-            # as the C++ timing loop does; a call under 100 ns is taken as 100 ns so that a
-            # broken clock cannot ask for billions of iterations.
-            t0 = clock()
-            block(fn(*inputs))
-            once = max(clock() - t0, 1e-7)
-            iters = max(1, math.ceil(req.min_time_ms / 1000.0 / once))
-            times = []
-            for _ in range(max(1, req.repetitions)):
-                t0 = clock()
-                for _ in range(iters):
-                    block(fn(*inputs))
-                times.append((clock() - t0) * 1000.0 / iters)
+            times, timed = _repetitions(lambda: block(fn(*inputs)), clock, warm, req.min_time_ms / 1000.0,
+                                        max(1, req.repetitions))
         except Exception as e:  # noqa: BLE001
             return {"outcome": "runtime_failed", "message": _message(e)}
-        return {"times_ms": times}
+        return {"times_ms": times, "timed_ms": timed * 1000.0}
 
     def serve(self, requests: Iterable[str] | None = None, answers: IO[str] | None = None) -> None:
         """Answers every request line of `requests` (default stdin) on `answers` (default file
