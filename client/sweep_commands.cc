@@ -467,7 +467,8 @@ std::function<int()> RegisterSweepCommands(CLI::App& app, Common& common) {
   sweep_cmd->add_option("--idempotency-key", sweep->idempotency_key,
                         "a retry with the same key returns the same sweep");
   sweep_cmd->add_flag("--local", sweep->local,
-                      "no daemon: run the sweep in this process on the embedded database (--db)");
+                      "no daemon: run the sweep in this process on the embedded database (--db; a daemon or other "
+                      "--local processes may share the file, each running its own sweeps)");
   sweep_cmd->add_option("--db", sweep->db, "database for --local")->capture_default_str();
   server::AddTimingFlags(sweep_cmd, sweep->timing, "--local: ");
   sweep_cmd->add_option(

@@ -272,7 +272,8 @@ std::vector<Route> MakeRoutes() {
        "/v1/tuned",
        Auth::kPublic,
        "tuned",
-       "Tuned entries lookups serve (the checked-in table overlaid with this database)",
+       "Tuned entries lookups serve (the checked-in table overlaid with this database); stored rows that fail the "
+       "checks an ingest applies are left out, as lookups leave them out",
        {},
        {{"kernel", "string", false, "only this kernel"},
         {"hardware", "string", false, "only hardware keys starting with this"},

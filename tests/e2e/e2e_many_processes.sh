@@ -97,6 +97,7 @@ local_id() {
   done
   echo "$id"
 }
+# "daemon pid 123": the executor that owns (finished) sweep $1.
 owner_of() {
   q "SELECT e.kind || ' pid ' || e.pid FROM sweeps s JOIN executors e ON e.id = s.owner WHERE s.id = $1" 2>/dev/null ||
     true
@@ -125,29 +126,29 @@ echo "3. SIGKILL of a --local process mid-sweep"
 local_sweep L3 m=64,n=192,k=64 m=64,n=224,k=64
 s6=$(local_id L3)
 wait_measured "$s6" 4
-kill -9 "$pid_L3"
-wait "$pid_L3" 2>/dev/null || true
+{ kill -9 "$pid_L3" && wait "$pid_L3"; } 2>/dev/null || true  # (no "Killed" line from the shell)
 echo "   killed the --local process of sweep $s6 at $(q "SELECT COUNT(*) FROM measurements WHERE sweep_id = $s6") measurements"
 wait_done "$s6"
-echo "   sweep $s6 finished by $(q "SELECT kind FROM executors e JOIN sweeps s ON s.owner = e.id WHERE s.id = $s6")"
+echo "   sweep $s6 finished by $(owner_of "$s6") (daemon A is pid $pid_A, B pid $pid_B)"
+[[ $(owner_of "$s6") == "daemon pid $pid_A" || $(owner_of "$s6") == "daemon pid $pid_B" ]] || fail "sweep $s6's owner"
 
 echo "4. SIGKILL of daemon A mid-sweep, then of daemon B"
 s7=$(remote "$url_A" m=64,n=256,k=64 m=128,n=192,k=64)
 wait_measured "$s7" 4
-kill -9 "$pid_A"
-wait "$pid_A" 2>/dev/null || true
+{ kill -9 "$pid_A" && wait "$pid_A"; } 2>/dev/null || true  # (no "Killed" line from the shell)
 echo "   killed daemon A at $(q "SELECT COUNT(*) FROM measurements WHERE sweep_id = $s7") measurements of sweep $s7"
 wait_done "$s7"
-echo "   sweep $s7 finished by daemon B"
+echo "   sweep $s7 finished by $(owner_of "$s7") (daemon B)"
+[[ $(owner_of "$s7") == "daemon pid $pid_B" ]] || fail "sweep $s7 was not finished by daemon B"
 grep -q "sweep taken over sweep=$s7 " "$work/daemon-B.log" || fail "daemon B did not log taking sweep $s7 over"
 start_daemon A
 s8=$(remote "$url_B" m=128,n=256,k=64 m=192,n=128,k=64)
 wait_measured "$s8" 4
-kill -9 "$pid_B"
-wait "$pid_B" 2>/dev/null || true
+{ kill -9 "$pid_B" && wait "$pid_B"; } 2>/dev/null || true  # (no "Killed" line from the shell)
 echo "   killed daemon B at $(q "SELECT COUNT(*) FROM measurements WHERE sweep_id = $s8") measurements of sweep $s8"
 wait_done "$s8"
-echo "   sweep $s8 finished by the restarted daemon A"
+echo "   sweep $s8 finished by $(owner_of "$s8") (the restarted daemon A)"
+[[ $(owner_of "$s8") == "daemon pid $pid_A" ]] || fail "sweep $s8 was not finished by the restarted daemon A"
 
 echo "every sweep: measurements stored, distinct, planned"
 bad=0
