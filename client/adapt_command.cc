@@ -193,6 +193,8 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
     if (!store) return store.error();
     server::ServiceOptions service_options;
     a.timing.ApplyTo(service_options.sweep.timing);
+    service_options.executor_kind = "local";  // runs the plan's sweeps only (docs/scale.md)
+    service_options.own_sweeps_only = true;
     // The same table that names the buckets serves the decision rounds and seeds the searches.
     auto table_text = ReadText(a.tables + "/tuned_entries.jsonl");
     if (!table_text) return Fail(kExitUsage, table_text.error().ToString());
@@ -254,7 +256,8 @@ int RunAdapt(const Common& c, const AdaptArgs& a) {
       if (a.local) {
         auto v = service->GetSweep(id);
         if (!v) return std::unexpected(v.error());
-        body = server::wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds);
+        const server::wire::SweepStall stall{v->stalled ? v->stalled->error : "", v->stalled ? v->stalled->since : ""};
+        body = server::wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds, v->stalled ? &stall : nullptr);
       } else {
         auto got = Call(c, To(Op::kGetSweep, {std::to_string(id)}));
         if (!got) return MakeError(ErrorCode::kUnavailable, "cannot read sweep " + std::to_string(id));

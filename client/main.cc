@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
   // Global: external kernel specs for every command that works locally (tables generate,
   // simulate, sweep --local, import, export); accepted before or after the subcommand.
   app.add_option("--kernel-dir", common.kernel_dirs,
-                 "folder of external kernel specs (*.json, docs/external-kernels.md) to load (repeatable)")
+                 "folder of external kernel specs (*.json, docs/external-kernels.md), or of kernel folders one level "
+                 "down, to load (repeatable)")
       ->envname("BLOCKTUNE_KERNEL_DIR")
       ->allow_extra_args(false);
   app.fallthrough();
@@ -73,7 +74,15 @@ int main(int argc, char** argv) {
   }
   // The tuner runs external kernels through external/'s runner (installed here, above both).
   tuner::SetRunnerMeasurerFactory(&external::MakeRunnerMeasurer);
-  if (auto names = external::LoadKernelDirs(common.kernel_dirs); !names) return Fail(kExitUsage, names.error().message);
+  if (auto loaded = external::LoadKernelDirs(common.kernel_dirs); !loaded) {
+    return Fail(kExitUsage, loaded.error().message);
+  } else if (!app.got_subcommand("import")) {  // import writes its spec into the first folder
+    for (const auto& dir : loaded->empty_dirs) {
+      std::fprintf(stderr,
+                   "warning: --kernel-dir %s holds no kernel spec (*.json in it, or in a folder directly in it)\n",
+                   dir.c_str());
+    }
+  }
   if (const int rc = service_commands(); rc >= 0) return rc;
   if (const int rc = results_commands(); rc >= 0) return rc;
   if (const int rc = import_commands(); rc >= 0) return rc;

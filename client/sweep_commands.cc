@@ -48,9 +48,12 @@ void DrawProgress(const server::wire::SweepStatusView& st, bool tty, std::string
   std::string outcomes;
   for (const auto& [o, n] : st.by_outcome) outcomes += " " + o + "=" + std::to_string(n);
   char line[512];
+  // A stalled sweep says why instead of its outcomes: nothing advances until the database can be
+  // written again.
+  const std::string tail = st.stalled.empty() ? outcomes : " STALLED " + st.stalled;
   std::snprintf(line, sizeof line, "sweep %lld %-9s [%s] %3d%% %lld/%lld eta %s%s", static_cast<long long>(st.id),
                 st.status.c_str(), bar.c_str(), static_cast<int>(frac * 100), static_cast<long long>(st.done),
-                static_cast<long long>(st.total), Duration(st.eta_seconds).c_str(), outcomes.c_str());
+                static_cast<long long>(st.total), Duration(st.eta_seconds).c_str(), tail.c_str());
   if (line == last) return;
   last = line;
   std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line);
@@ -168,6 +171,10 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const server::wire::Sweep
   if (!store) return store.error();
   server::ServiceOptions options;
   a.timing.ApplyTo(options.sweep.timing);
+  // One executor among any others on the file (a daemon, another --local): it runs the sweeps
+  // it submits, and a daemon finishes them if this process dies (docs/scale.md).
+  options.executor_kind = "local";
+  options.own_sweeps_only = true;
   // Configs run in worker processes here too: a crashing config is a recorded outcome, not
   // the end of the CLI (--in-process for debugging).
   tuner::isolation::WorkerOptions worker_options;
@@ -191,7 +198,8 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const server::wire::Sweep
   while (true) {
     auto v = service.GetSweep(created->id);
     if (!v) return Fail(kExitDatabase, v.error().ToString());
-    const Json body = server::wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds);
+    const server::wire::SweepStall stall{v->stalled ? v->stalled->error : "", v->stalled ? v->stalled->since : ""};
+    const Json body = server::wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds, v->stalled ? &stall : nullptr);
     auto st = server::wire::DecodeSweepStatus(body);
     if (!st) return Fail(kExitFailed, st.error().ToString());
     if (!c.json) DrawProgress(*st, tty, last);
@@ -459,7 +467,8 @@ std::function<int()> RegisterSweepCommands(CLI::App& app, Common& common) {
   sweep_cmd->add_option("--idempotency-key", sweep->idempotency_key,
                         "a retry with the same key returns the same sweep");
   sweep_cmd->add_flag("--local", sweep->local,
-                      "no daemon: run the sweep in this process on the embedded database (--db)");
+                      "no daemon: run the sweep in this process on the embedded database (--db; a daemon or other "
+                      "--local processes may share the file, each running its own sweeps)");
   sweep_cmd->add_option("--db", sweep->db, "database for --local")->capture_default_str();
   server::AddTimingFlags(sweep_cmd, sweep->timing, "--local: ");
   sweep_cmd->add_option(

@@ -64,8 +64,14 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
   request.shapes = {set.problem};
   request.strategy = tuner::Strategy::kExhaustive;
   const store::TaskPlan plan{bucket, set.problem, static_cast<int64_t>(set.records.size())};
-  auto created = db.sweeps().Create(request, *hw_id, spec.bucket_version(),
-                                    std::string(kToolVersion) + " import " + set.format, {plan}, key, key);
+  // The import is the sweep's executor (store/executors_table.h) while it writes, so no daemon
+  // on the same file takes the sweep to run it; a long lease, as it renews nothing (its process
+  // ending frees the sweep at once on this machine).
+  const store::ExecutorRecord self = store::ThisProcess("import");
+  constexpr int64_t kImportLeaseMs = 3600 * 1000;
+  auto created =
+      db.sweeps().Create(request, *hw_id, spec.bucket_version(), std::string(kToolVersion) + " import " + set.format,
+                         {plan}, key, key, {}, &self, kImportLeaseMs);
   if (!created) return std::unexpected(created.error());
   ImportSummary summary;
   summary.sweep_id = created->id;
@@ -97,7 +103,7 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
       m.median_ns = tuner::timing::Median(r.samples_ns);
       m.cv = tuner::timing::CoefficientOfVariation(r.samples_ns);
     }
-    if (auto s = db.measurements().Record(m, task_id, summary.records); !s) return std::unexpected(s.error());
+    if (auto s = db.measurements().Record(m, task_id, summary.records, self.id); !s) return std::unexpected(s.error());
     ++counts[std::string(tuner::OutcomeName(m.outcome))];
     stored.push_back(std::move(m));
   }
@@ -120,8 +126,9 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
     summary.winner = best->config;
     summary.winner_median_ns = best->median_ns;
   }
-  auto fin = db.tasks().Finish(task_id, store::SweepStatus::kDone, "");
+  auto fin = db.tasks().Finish(task_id, store::SweepStatus::kDone, "", self.id);
   if (!fin) return std::unexpected(fin.error());
+  if (auto s = db.executors().Unregister(self.id); !s) return std::unexpected(s.error());
   summary.by_outcome.assign(counts.begin(), counts.end());
   return summary;
 }

@@ -471,44 +471,75 @@ Result<std::unique_ptr<ExternalKernelSpec>> LoadKernelSpecFile(const std::string
   return ParseKernelSpec(text.str(), path, ec ? std::string(".") : abs.parent_path().string());
 }
 
-Result<std::vector<std::string>> LoadKernelDir(const std::string& dir) {
+Result<std::vector<std::string>> KernelSpecFiles(const std::string& dir) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return NotFound("--kernel-dir " + dir + ": not a directory");
+  if (!fs::is_directory(dir, ec)) return NotFound("--kernel-dir " + dir + ": not a directory", "kernel_dir");
   std::vector<std::string> files;
+  std::vector<fs::path> folders;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
-    if (e.path().extension() == ".json" && e.is_regular_file()) files.push_back(e.path().string());
+    std::error_code type_ec;
+    if (e.path().extension() == ".json" && e.is_regular_file(type_ec)) {
+      files.push_back(e.path().string());
+    } else if (e.is_directory(type_ec) && e.path().filename().string().rfind('.', 0) != 0) {
+      folders.push_back(e.path());
+    }
   }
-  if (ec) return NotFound("--kernel-dir " + dir + ": " + ec.message());
+  if (ec) return NotFound("--kernel-dir " + dir + ": " + ec.message(), "kernel_dir");
+  // One level down only: a kernel folder's own subfolders (a virtualenv, build output) are
+  // never scanned.
+  for (const fs::path& folder : folders) {
+    std::error_code sub_ec;
+    for (const auto& e : fs::directory_iterator(folder, sub_ec)) {
+      std::error_code type_ec;
+      if (e.path().extension() == ".json" && e.is_regular_file(type_ec)) files.push_back(e.path().string());
+    }
+    if (sub_ec) return NotFound("--kernel-dir " + dir + ": " + folder.string() + ": " + sub_ec.message(), "kernel_dir");
+  }
   std::sort(files.begin(), files.end());
-  std::vector<std::string> names;
-  for (const auto& f : files) {
+  return files;
+}
+
+namespace {
+
+// Loads and registers the specs of `dir`, appending what it loaded to `out`.
+Status LoadDirInto(const std::string& dir, std::vector<LoadedKernel>& out) {
+  auto files = KernelSpecFiles(dir);
+  if (!files) return std::unexpected(files.error());
+  for (const auto& f : *files) {
     auto spec = LoadKernelSpecFile(f);
     if (!spec) return std::unexpected(spec.error());
-    names.emplace_back((*spec)->name());
+    (*spec)->set_kernel_dir(dir);
+    LoadedKernel loaded{std::string((*spec)->name()), f, dir, ""};
+    for (const auto& arg : (*spec)->runner()->command) loaded.runner += (loaded.runner.empty() ? "" : " ") + arg;
     if (auto s = RegisterKernel(std::move(*spec)); !s) {
       return InvalidArgument(f + ": " + s.error().message, "name");
     }
+    out.push_back(std::move(loaded));
   }
+  return {};
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> LoadKernelDir(const std::string& dir) {
+  std::vector<LoadedKernel> loaded;
+  if (auto s = LoadDirInto(dir, loaded); !s) return std::unexpected(s.error());
+  std::vector<std::string> names;
+  for (auto& k : loaded) names.push_back(std::move(k.name));
   return names;
 }
 
 Result<ReloadReport> ReloadKernelDirs(const std::vector<std::string>& dirs) {
-  namespace fs = std::filesystem;
   std::vector<std::unique_ptr<ExternalKernelSpec>> fresh;
   std::set<std::string> names;
   for (const auto& dir : dirs) {
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec)) return NotFound("--kernel-dir " + dir + ": not a directory", "kernel_dir");
-    std::vector<std::string> files;
-    for (const auto& e : fs::directory_iterator(dir, ec)) {
-      if (e.path().extension() == ".json" && e.is_regular_file()) files.push_back(e.path().string());
-    }
-    if (ec) return NotFound("--kernel-dir " + dir + ": " + ec.message(), "kernel_dir");
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files) {
+    auto files = KernelSpecFiles(dir);
+    if (!files) return std::unexpected(files.error());
+    for (const auto& f : *files) {
       auto spec = LoadKernelSpecFile(f);
       if (!spec) return InvalidArgument(spec.error().message, f);
+      (*spec)->set_kernel_dir(dir);
       const std::string name((*spec)->name());
       if (!names.insert(name).second) return InvalidArgument(f + ": kernel '" + name + "' is declared twice", f);
       const KernelSpec* old = FindKernel(name);
@@ -538,12 +569,12 @@ Result<ReloadReport> ReloadKernelDirs(const std::vector<std::string>& dirs) {
   return report;
 }
 
-Result<std::vector<std::string>> LoadKernelDirs(const std::vector<std::string>& dirs) {
-  std::vector<std::string> all;
+Result<KernelDirsLoad> LoadKernelDirs(const std::vector<std::string>& dirs) {
+  KernelDirsLoad all;
   for (const auto& d : dirs) {
-    auto names = LoadKernelDir(d);
-    if (!names) return names;
-    all.insert(all.end(), names->begin(), names->end());
+    const size_t before = all.kernels.size();
+    if (auto s = LoadDirInto(d, all.kernels); !s) return std::unexpected(s.error());
+    if (all.kernels.size() == before) all.empty_dirs.push_back(d);
   }
   return all;
 }

@@ -28,14 +28,30 @@ Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view jso
                                                             const std::string& base_dir);
 // Reads and parses one file.
 Result<std::unique_ptr<ExternalKernelSpec>> LoadKernelSpecFile(const std::string& path);
-// Loads every *.json file in `dir` (sorted by name) and registers each with RegisterKernel;
+// The spec files of a --kernel-dir: every *.json in `dir`, then every *.json in each folder
+// directly in it (a folder of kernel folders, one per kernel; folders whose name starts with
+// '.' are skipped), sorted by path. not_found if `dir` is not a readable directory.
+Result<std::vector<std::string>> KernelSpecFiles(const std::string& dir);
+// Loads every spec file of `dir` (KernelSpecFiles) and registers each with RegisterKernel;
 // stops at the first bad file (its path in the message). Returns the names registered. The
 // program that links both this library and the tuner installs the runner factory the
 // evaluators use for external kernels (tuner::SetRunnerMeasurerFactory(MakeRunnerMeasurer),
 // external/runner.h), so the tuner never calls up into external/ on its own.
 Result<std::vector<std::string>> LoadKernelDir(const std::string& dir);
+
+// One external kernel as loaded: what the daemon logs and GET /v1/kernels reports.
+struct LoadedKernel {
+  std::string name;
+  std::string spec_file;   // the *.json it came from
+  std::string kernel_dir;  // the --kernel-dir that holds it
+  std::string runner;      // the runner's command line, arguments joined by spaces
+};
+struct KernelDirsLoad {
+  std::vector<LoadedKernel> kernels;
+  std::vector<std::string> empty_dirs;  // directories that held no spec (worth a warning)
+};
 // LoadKernelDir for each directory in turn.
-Result<std::vector<std::string>> LoadKernelDirs(const std::vector<std::string>& dirs);
+Result<KernelDirsLoad> LoadKernelDirs(const std::vector<std::string>& dirs);
 
 // What a rescan of the kernel folders changed (the daemon's POST /v1/kernels/reload).
 struct ReloadReport {
@@ -79,6 +95,10 @@ class ExternalKernelSpec final : public KernelSpec {
   std::vector<std::string> restriction_texts() const override { return restriction_texts_; }
   // The spec file as loaded (canonical JSON), for GET /v1/kernels/{name}.
   const std::string& spec_json() const { return spec_json_; }
+  // The --kernel-dir the spec was found in ('' for a file loaded on its own); set by the
+  // loaders before the spec is registered.
+  const std::string& kernel_dir() const { return kernel_dir_; }
+  void set_kernel_dir(std::string dir) { kernel_dir_ = std::move(dir); }
 
  private:
   friend Result<std::unique_ptr<ExternalKernelSpec>> ParseKernelSpec(std::string_view, const std::string&,
@@ -89,6 +109,7 @@ class ExternalKernelSpec final : public KernelSpec {
   std::string name_;
   std::string description_;
   std::string source_;
+  std::string kernel_dir_;
   std::string spec_json_;
   std::vector<ParamSpec> params_;
   std::vector<std::string> dim_names_;  // owns the strings DimSpec::bucket.name points to

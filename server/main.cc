@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"avx512", "avx2", "base", "portable"}));
   std::vector<std::string> kernel_dirs;
   app.add_option("--kernel-dir", kernel_dirs,
-                 "folder of external kernel specs (*.json, docs/external-kernels.md) to serve and sweep next to the "
-                 "built-in kernels (repeatable); workers load the same folders")
+                 "folder of external kernel specs (*.json, docs/external-kernels.md), or of kernel folders one level "
+                 "down, to serve and sweep next to the built-in kernels (repeatable); workers load the same folders")
       ->envname("BLOCKTUNE_KERNEL_DIR");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   try {
@@ -166,11 +166,19 @@ int main(int argc, char** argv) {
   }
   // The tuner runs external kernels through external/'s runner (installed here, above both).
   tuner::SetRunnerMeasurerFactory(&external::MakeRunnerMeasurer);
-  if (auto names = external::LoadKernelDirs(kernel_dirs); !names) {
-    spdlog::critical("kernel spec error=\"{}\"", names.error().message);
+  if (auto loaded = external::LoadKernelDirs(kernel_dirs); !loaded) {
+    spdlog::critical("kernel spec error=\"{}\"", loaded.error().message);
     return kExitUsage;
-  } else if (!names->empty()) {
-    spdlog::info("external kernels loaded count={} dirs={}", names->size(), kernel_dirs.size());
+  } else {
+    for (const auto& k : loaded->kernels) {
+      spdlog::info("external kernel loaded name={} spec={} runner=\"{}\"", k.name, k.spec_file, k.runner);
+    }
+    for (const auto& dir : loaded->empty_dirs) {
+      spdlog::warn("--kernel-dir {} holds no kernel spec (*.json in it, or in a folder directly in it)", dir);
+    }
+    if (!kernel_dirs.empty()) {
+      spdlog::info("external kernels loaded count={} dirs={}", loaded->kernels.size(), kernel_dirs.size());
+    }
   }
   worker_options.kernel_dirs = kernel_dirs;
 

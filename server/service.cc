@@ -23,6 +23,7 @@ Service::Service(std::unique_ptr<store::Store> store, std::string db_path, Servi
     : store_(std::move(store)),
       db_path_(std::move(db_path)),
       options_(std::move(options)),
+      self_(store::ThisProcess(options_.executor_kind)),
       host_(HardwareProfile::Detect(1)),
       index_(std::make_shared<const tuner::LookupIndex>()),
       rate_tokens_(options_.sweep_burst),
@@ -43,11 +44,17 @@ Status Service::Start() {
                                                                           : options_.checked_in_jsonl);
   if (!checked_in) return std::unexpected(checked_in.error());
   checked_in_ = std::move(*checked_in);
-  if (auto s = store_->tasks().RequeueInterrupted(); !s) return s;
+  // Sweeps whose owner is gone (this daemon before a kill -9, a --local process that died) go
+  // back to the queue; those a live process runs are left to it.
+  auto orphans = store_->tasks().RequeueOrphans();
+  if (!orphans) return std::unexpected(orphans.error());
+  if (*orphans > 0) spdlog::info("requeued {} sweep(s) whose executor is gone", *orphans);
+  spdlog::info("executor {} id={}", store::Describe(self_), self_.id);
   if (auto s = BackfillTasks(); !s) return s;
   if (auto s = ReloadIndex(); !s) return s;
   runner_alive_ = true;
   runner_ = std::thread([this] { RunnerLoop(); });
+  leaser_ = std::thread([this] { LeaseLoop(); });
   {
     std::lock_guard lock(flush_mu_);
     flush_stopping_ = false;
@@ -64,6 +71,14 @@ void Service::Stop() {
   stop_now_ = true;
   runner_cv_.notify_all();
   if (runner_.joinable()) runner_.join();
+  if (leaser_.joinable()) {
+    leaser_.join();
+    // A clean stop hands this process's unfinished sweeps to whoever claims next (another
+    // daemon on the file at once; this one's next start otherwise).
+    if (auto s = store_->executors().Unregister(self_.id); !s) {
+      spdlog::warn("releasing this process's sweeps failed error=\"{}\"", s.error().ToString());
+    }
+  }
   {
     std::lock_guard lock(flush_mu_);
     flush_stopping_ = true;

@@ -1,10 +1,13 @@
 // Service: the daemon's state behind the HTTP routes. It owns the store, an in-memory lookup
 // index (the checked-in table overlaid with this database's tuned rows, plus the overrides), so
 // a lookup never waits on SQLite or on a sweep's write transaction, and the job runner: one
-// background thread, the database's only sweep writer, that leases a sweep's tasks (one per
-// bucket) oldest first and runs each through tuner::RunSweep. Every measurement is committed
-// with its progress in one transaction; a task interrupted by a crash goes back to the queue
-// on the next start and resumes from the measurements already committed.
+// background thread that leases the tasks (one per bucket) of the sweeps this process owns or
+// takes over (store/tasks_table.h: one executor per sweep, so several daemons and --local
+// processes share one database file) and runs each through tuner::RunSweep. Every measurement
+// is committed with its progress in one transaction that checks the sweep is still this
+// process's; a task interrupted by a crash is taken over (or requeued on the next start) and
+// resumes from the measurements already committed. A write the storage refuses (disk full)
+// stalls the sweep, visibly, until a write succeeds again (server/storage_health.h).
 #pragma once
 
 #include <atomic>
@@ -13,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <shared_mutex>
 #include <string>
@@ -21,6 +25,7 @@
 
 #include "blocktune/version.h"
 #include "server/misses.h"
+#include "server/storage_health.h"
 #include "store/store.h"
 #include "tuner/lookup.h"
 #include "tuner/sweep.h"
@@ -49,6 +54,17 @@ struct ServiceOptions {
   // into this binary. `blocktune adapt --local --tables DIR` passes DIR's, so the table that
   // names its buckets is also the one that serves the decision round and seeds the searches.
   std::string checked_in_jsonl;
+  // This process as an executor of sweeps (store/executors_table.h): "daemon" runs its own
+  // sweeps and any it may take over; "local" (`sweep --local`, `adapt --local`) only the sweeps
+  // it submitted, and exits when they finish.
+  std::string executor_kind = "daemon";
+  bool own_sweeps_only = false;
+  // How long a claim on a sweep lasts unless renewed (renewed every sixth of it while held).
+  // Another machine's executor takes a sweep over only after this; one of this machine takes
+  // it over as soon as the owner's process is gone.
+  double lease_seconds = 30;
+  // The runner's wait between two polls for work (a sweep submitted here wakes it at once).
+  double poll_seconds = 2;
 };
 
 struct KernelReload {
@@ -61,7 +77,9 @@ struct KernelReload {
 struct SweepView {
   store::SweepRecord sweep;
   store::SweepProgress progress;
-  double eta_seconds = -1;  // -1: unknown (not running, or fewer than two timed measurements)
+  double eta_seconds = -1;  // -1: unknown (not running, stalled, or fewer than two timed measurements)
+  // Set while the sweep is unfinished and this process cannot write its database: what stops it.
+  std::optional<StorageFault> stalled;
 };
 
 class Service {
@@ -75,6 +93,10 @@ class Service {
   // queue, the runner exits.
   void Stop();
   bool Ready() const { return runner_alive_.load(); }
+  // What this process's last writes found (a current fault: the database cannot be written).
+  const StorageHealth& storage() const { return storage_; }
+  // This process as an executor (its id owns the sweeps it runs).
+  const store::ExecutorRecord& executor() const { return self_; }
 
   // Validates the request fully (dims, threads, space size) before anything is stored. `spec` is
   // the request's kernel, as the codec found it (wire::DecodeSweepSubmission).
@@ -137,12 +159,24 @@ class Service {
   bool TakeSweepToken();
   void RunnerLoop();
   void FlusherLoop();
-  void RunTask(const store::TaskRecord& task);
+  void LeaseLoop();
+  // Runs a leased task; false if it stopped on a storage fault (the task stays this process's
+  // and is leased again once a write succeeds).
+  bool RunTask(const store::TaskRecord& task);
+  store::Claimant Claimant();
+  // Why this process no longer runs the sweep ("" if it still does): taken over, or finished.
+  std::string ClaimLost(int64_t sweep_id);
+  void StorageFailed(const std::string& source, const Error& e, int64_t sweep_id = 0);
+  void StorageOk(const std::string& source);
   std::shared_ptr<const tuner::LookupIndex> Index() const;
 
   std::unique_ptr<store::Store> store_;
   std::string db_path_;
   ServiceOptions options_;
+  store::ExecutorRecord self_;
+  StorageHealth storage_;
+  std::mutex mine_mu_;
+  std::set<int64_t> mine_;              // the sweeps a "local" executor submitted (own_sweeps_only)
   HardwareProfile host_;                // detected once at start; threads set per sweep
   std::vector<std::string> host_keys_;  // HostKey(t) for t in [0, 256], built once
 
@@ -167,6 +201,7 @@ class Service {
   std::atomic<bool> cancel_current_{false};
   std::atomic<bool> runner_alive_{false};
   std::thread runner_;
+  std::thread leaser_;  // LeaseLoop: renews the claims, notices a sweep taken over or cancelled elsewhere
 
   MissCounter misses_;
   std::mutex flush_mu_;

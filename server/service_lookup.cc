@@ -46,12 +46,22 @@ Status Service::ReloadIndex() {
   for (const auto& o : *overrides) pins.push_back(ToOverride(o));
   // Only rows that pass the sweep's checks are served (codegen::Publishable: canonical bucket,
   // current bucket version, a config of the kernel's space that it validates for the bucket on
-  // the row's ISA): a database written by an older build, or rows pushed before ingest checked
-  // them, cannot put an invalid config into a lookup answer or GET /v1/tables. A skipped row is
-  // logged the first time this daemon meets it, not on every reload.
+  // the row's ISA, a median that is a time, samples): a database written by an older build, or
+  // rows pushed before ingest checked them, cannot put an invalid config into a lookup answer or
+  // GET /v1/tables, and what the index holds is also all that GET /v1/tuned and the dashboard
+  // list. A skipped row is logged the first time this daemon meets it, not on every reload.
   std::vector<std::string> skipped;
   auto base = codegen::Publishable(checked_in_, &skipped);
   auto served = codegen::Publishable(std::move(*rows), &skipped);
+  // A row of a kernel this daemon has not loaded (another daemon's --kernel-dir, a folder
+  // removed) cannot be served, so it is not listed either (GET /v1/tuned, the dashboard); a
+  // reload that brings its kernel back brings the row back.
+  std::erase_if(served, [&](const tuner::TunedEntry& e) {
+    if (FindKernel(e.kernel) != nullptr) return false;
+    skipped.push_back(e.kernel + " " + e.hardware_key + " " + std::string(DTypeName(e.dtype)) + " " + e.bucket +
+                      ": kernel '" + e.kernel + "' is not loaded here [kernel]");
+    return true;
+  });
   {
     std::lock_guard lock(skipped_mu_);
     for (const auto& why : skipped) {

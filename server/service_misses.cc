@@ -23,7 +23,10 @@ void Service::FlusherLoop() {
   while (!flush_stopping_) {
     if (flush_cv_.wait_for(lock, period, [&] { return flush_stopping_; })) break;
     lock.unlock();
-    if (auto s = FlushMisses(); !s) spdlog::error("storing lookup misses failed error=\"{}\"", s.error().ToString());
+    if (auto s = FlushMisses(); !s) {
+      if (IsStorageFault(s.error())) StorageFailed("misses", s.error());
+      spdlog::error("storing lookup misses failed error=\"{}\"", s.error().ToString());
+    }
     lock.lock();
   }
 }
@@ -35,6 +38,7 @@ Status Service::FlushMisses() {
     return MakeError(s.error().code,
                      s.error().message + " (" + std::to_string(batch.size()) + " buckets of counts lost)");
   }
+  StorageOk("misses");
   return {};
 }
 

@@ -1,4 +1,5 @@
-// Service's job runner: the thread that claims tasks and runs them (RunTask).
+// Service's job runner: the thread that claims tasks and runs them (RunTask), and the thread that
+// renews this process's claims (LeaseLoop).
 #include "server/service.h"
 
 #include <spdlog/spdlog.h>
@@ -19,6 +20,47 @@
 
 namespace blocktune::server {
 
+store::Claimant Service::Claimant() {
+  store::Claimant who;
+  who.self = self_;
+  who.lease_ms = static_cast<int64_t>(options_.lease_seconds * 1000);
+  if (options_.own_sweeps_only) {
+    std::lock_guard lock(mine_mu_);
+    who.only = mine_;
+  }
+  // A sweep of a kernel this process did not load (another daemon's --kernel-dir) is left to
+  // the processes that have it.
+  who.can_run = [](const std::string& kernel) { return FindKernel(kernel) != nullptr; };
+  return who;
+}
+
+void Service::StorageFailed(const std::string& source, const Error& e, int64_t sweep_id) {
+  if (storage_.Fail(source, e, sweep_id)) {
+    spdlog::error(
+        "storage fault: {} cannot write the database (work waits and resumes once it can) sweep={} "
+        "error=\"{}\"",
+        source, sweep_id, e.ToString());
+  }
+}
+
+void Service::StorageOk(const std::string& source) {
+  if (storage_.Ok(source)) spdlog::info("storage writable again: {} resumes", source);
+}
+
+std::string Service::ClaimLost(int64_t sweep_id) {
+  auto sweep = store_->sweeps().Get(sweep_id);
+  if (!sweep) return "";  // cannot tell: keep going, the next commit checks again
+  if (sweep->status != store::SweepStatus::kRunning && sweep->status != store::SweepStatus::kQueued) {
+    return "the sweep is " + std::string(store::SweepStatusName(sweep->status));
+  }
+  if (sweep->owner != self_.id) {
+    return "taken over by " + (sweep->executor        ? store::Describe(*sweep->executor)
+                               : sweep->owner.empty() ? std::string("no one yet")
+                                                      : "executor " + sweep->owner.substr(0, 8));
+  }
+  return "";
+}
+
 void Service::RunnerLoop() {
   // The runner yields the CPU to HTTP threads (nice +10 for this thread only, Linux): lookups
   // must hold their latency while a sweep writes. A measurement disturbed by load shows it in
@@ -32,31 +74,68 @@ void Service::RunnerLoop() {
       std::unique_lock lock(runner_mu_);
       if (stopping_) break;
     }
-    auto task = store_->tasks().LeaseNext();
+    auto task = store_->tasks().LeaseNext(Claimant());
     if (!task) {
-      spdlog::error("leasing a task failed error=\"{}\"", task.error().ToString());
-    } else if (*task) {
-      RunTask(**task);
-      continue;
+      if (IsStorageFault(task.error())) {
+        StorageFailed("runner", task.error());
+      } else {
+        spdlog::error("leasing a task failed error=\"{}\"", task.error().ToString());
+      }
+    } else {
+      StorageOk("runner");
+      if (*task) {
+        if (!(*task)->taken_from.empty()) {
+          spdlog::warn("sweep taken over sweep={} from=\"{}\" (its committed measurements are kept)", (*task)->sweep_id,
+                       (*task)->taken_from);
+        }
+        if (RunTask(**task)) continue;
+      }
     }
     std::unique_lock lock(runner_mu_);
-    // Woken by SubmitSweep; the timeout also picks up sweeps queued by another process.
-    runner_cv_.wait_for(lock, std::chrono::seconds(2), [&] { return stopping_ || wake_; });
+    // Woken by SubmitSweep; the timeout also picks up sweeps queued by another process, and
+    // retries after a storage fault.
+    runner_cv_.wait_for(lock, std::chrono::duration<double>(options_.poll_seconds), [&] { return stopping_ || wake_; });
     wake_ = false;
   }
   runner_alive_ = false;
 }
 
-void Service::RunTask(const store::TaskRecord& task) {
+void Service::LeaseLoop() {
+  const auto period = std::chrono::duration<double>(std::max(0.05, options_.lease_seconds / 6));
+  const int64_t lease_ms = static_cast<int64_t>(options_.lease_seconds * 1000);
+  while (true) {
+    {
+      std::unique_lock lock(runner_mu_);
+      if (runner_cv_.wait_for(lock, period, [&] { return stopping_; })) break;
+    }
+    if (auto held = store_->executors().Renew(self_, lease_ms); !held) {
+      if (IsStorageFault(held.error())) StorageFailed("lease", held.error());
+    } else {
+      StorageOk("lease");
+    }
+    // Another process cancelled the sweep, or took it over (this one stalled past its lease):
+    // stop between configs; the commit would refuse the next one anyway.
+    const int64_t current = current_sweep_.load();
+    if (current != 0 && !cancel_current_.load()) {
+      if (const std::string why = ClaimLost(current); !why.empty()) {
+        spdlog::warn("stopping sweep={}: {}", current, why);
+        cancel_current_ = true;
+      }
+    }
+  }
+}
+
+bool Service::RunTask(const store::TaskRecord& task) {
   auto sweep = store_->sweeps().Get(task.sweep_id);
   if (!sweep) {
-    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, sweep.error().ToString());
-    return;
+    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, sweep.error().ToString(), self_.id);
+    return true;
   }
   const KernelSpec* spec = FindKernel(sweep->request.kernel);
   if (spec == nullptr) {
-    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, "unknown kernel " + sweep->request.kernel);
-    return;
+    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, "unknown kernel " + sweep->request.kernel,
+                                 self_.id);
+    return true;
   }
   HardwareProfile hw = host_;
   hw.threads = sweep->request.threads;
@@ -121,35 +200,55 @@ void Service::RunTask(const store::TaskRecord& task) {
   };
   store::TaskSink sink(
       *store_, task, [this] { return cancel_current_.load() || stop_now_.load(); }, served, seeds);
+  sink.set_owner(self_.id);
   auto winners = tuner::RunSweep(request, task.sweep_id, *spec, hw, sink, options_.sweep);
   current_sweep_ = 0;
   if (stop_now_) {
     // Draining: the task goes back to the queue; the next start resumes it.
     (void)store_->tasks().Release(task.id);
     spdlog::info("task released for the next start sweep={} task={}", task.sweep_id, task.id);
-    return;
+    return true;
   }
-  if (cancel_current_) return;  // CancelSweep already marked the sweep and its tasks
+  // Cancelled here (CancelSweep already marked the sweep and its tasks), or elsewhere, or taken
+  // over by another executor: the task is not this process's to finish.
+  if (const std::string why = (cancel_current_ || !winners) ? ClaimLost(task.sweep_id) : ""; !why.empty()) {
+    spdlog::info("task given up sweep={} task={}: {}", task.sweep_id, task.id, why);
+    return true;
+  }
+  if (cancel_current_) return true;
+  // A write the storage refused (disk full): the task stays this process's, nothing committed is
+  // lost, and the runner leases it again (resuming after the last commit) once writes succeed.
+  const auto stall = [&](const Error& e) {
+    StorageFailed("runner", e, task.sweep_id);
+    return false;
+  };
   if (!winners) {
+    if (sink.store_error() && IsStorageFault(*sink.store_error())) return stall(*sink.store_error());
     spdlog::error("task failed sweep={} task={} error=\"{}\"", task.sweep_id, task.id, winners.error().ToString());
-    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, winners.error().ToString());
-    return;
+    if (auto f = store_->tasks().Finish(task.id, store::SweepStatus::kFailed, winners.error().ToString(), self_.id);
+        !f && IsStorageFault(f.error())) {
+      return stall(f.error());
+    }
+    return true;
   }
   // Winners first: a crash between here and FinishTask re-runs the task, which finds every
   // measurement stored and selects the same winner again.
   for (const auto& w : *winners) {
     if (auto s = store_->tuned().Upsert(w); !s) {
+      if (IsStorageFault(s.error())) return stall(s.error());
       spdlog::error("storing tuned entry failed sweep={} bucket={} error=\"{}\"", task.sweep_id, w.bucket,
                     s.error().ToString());
     }
   }
   if (auto s = ReloadIndex(); !s) spdlog::error("reloading tuned entries failed error=\"{}\"", s.error().ToString());
-  auto finished = store_->tasks().Finish(task.id, store::SweepStatus::kDone, "");
+  auto finished = store_->tasks().Finish(task.id, store::SweepStatus::kDone, "", self_.id);
   if (!finished) {
+    if (IsStorageFault(finished.error())) return stall(finished.error());
     spdlog::error("finishing task failed task={} error=\"{}\"", task.id, finished.error().ToString());
   } else if (*finished) {
     spdlog::info("sweep done id={}", task.sweep_id);
   }
+  return true;
 }
 
 }  // namespace blocktune::server

@@ -103,9 +103,16 @@ Result<store::CreatedSweep> Service::SubmitSweep(const KernelSpec& spec, const t
                          std::to_string(static_cast<int>(options_.sweeps_per_minute)) + " per minute",
                      "");
   };
-  auto created = store_->sweeps().Create(request, *hw_id, spec.bucket_version(), options_.tool_version, *tasks,
-                                         idempotency_key, canonical_request, admit);
+  // The sweep is this process's from the start: no other daemon or --local process on the file
+  // claims it while this one lives (a replayed key returns the sweep as it is, whoever runs it).
+  auto created =
+      store_->sweeps().Create(request, *hw_id, spec.bucket_version(), options_.tool_version, *tasks, idempotency_key,
+                              canonical_request, admit, &self_, static_cast<int64_t>(options_.lease_seconds * 1000));
   if (!created) return std::unexpected(created.error());
+  if (options_.own_sweeps_only) {
+    std::lock_guard lock(mine_mu_);
+    mine_.insert(created->id);  // a replay too: this process finishes it if its owner is gone
+  }
   if (created->created && tasks->empty()) {
     // Only a shard can plan nothing (--shard I/N with more shards than this plan has items):
     // done at once, with nothing to run.
@@ -117,12 +124,13 @@ Result<store::CreatedSweep> Service::SubmitSweep(const KernelSpec& spec, const t
   if (created->created) {
     spdlog::info("sweep queued id={} kernel={} buckets={} threads={} strategy={}", created->id, request.kernel,
                  tasks->size(), request.threads, tuner::StrategyName(request.strategy));
-    {
-      std::lock_guard lock(runner_mu_);
-      wake_ = true;
-    }
-    runner_cv_.notify_all();
   }
+  // A replay wakes the runner too: the sweep may be an orphan this process can finish.
+  {
+    std::lock_guard lock(runner_mu_);
+    wake_ = true;
+  }
+  runner_cv_.notify_all();
   return created;
 }
 
@@ -134,7 +142,14 @@ Result<SweepView> Service::GetSweep(int64_t id) {
   auto progress = store_->sweeps().Progress(id);
   if (!progress) return std::unexpected(progress.error());
   v.progress = std::move(*progress);
-  if (v.sweep.status == store::SweepStatus::kRunning && v.progress.seconds_per_measurement > 0) {
+  // This process cannot write the file: no unfinished sweep on it advances (whoever runs it,
+  // it is the same file), and the pace says nothing about when it will.
+  if (v.sweep.status == store::SweepStatus::kRunning || v.sweep.status == store::SweepStatus::kQueued) {
+    v.stalled = storage_.Current();
+  }
+  if (v.stalled) {
+    v.eta_seconds = -1;
+  } else if (v.sweep.status == store::SweepStatus::kRunning && v.progress.seconds_per_measurement > 0) {
     v.eta_seconds = v.progress.seconds_per_measurement *
                     static_cast<double>(std::max<int64_t>(0, v.progress.total - v.progress.done));
   } else if (v.sweep.status == store::SweepStatus::kDone) {

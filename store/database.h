@@ -1,8 +1,10 @@
 // The one SQLite connection that every table group of the store shares, and its one lock
 // (Chromium's sql::Database shared by the history tables). Each public table operation holds
 // the lock for its whole duration and is one transaction: InTransaction (BEGIN IMMEDIATE ...
-// COMMIT) when it writes more than one statement, SQLite's implicit one otherwise. The daemon
-// has a single writer (the job runner); lookups are served from memory, not from here.
+// COMMIT) when it writes more than one statement, SQLite's implicit one otherwise. Within a
+// process the job runner is the sweeps' writer; other processes on the file are kept apart by
+// the sweeps' owners (executors_table.h) and SQLite's file lock. Lookups are served from
+// memory, not from here.
 #pragma once
 
 #include <functional>

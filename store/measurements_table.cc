@@ -16,6 +16,7 @@ constexpr char kInsertMeasurementSql[] =
     "RETURNING id, created_at";
 constexpr char kInsertSampleSql[] =
     "INSERT INTO samples (measurement_id, repetition, ns_per_iteration) VALUES (?, ?, ?)";
+constexpr char kSweepClaimSql[] = "SELECT COALESCE(owner, ''), status FROM sweeps WHERE id = ?";
 constexpr char kBumpProgressSql[] = "UPDATE sweeps SET progress_done = progress_done + 1 WHERE id = ?";
 constexpr char kSetTaskPlannedSql[] = "UPDATE sweep_tasks SET planned = ? WHERE id = ? AND planned != ?";
 constexpr char kMeasurementColumns[] =
@@ -95,10 +96,24 @@ Status AttachSamples(Statement& st, std::vector<tuner::Measurement>& out) {
 
 }  // namespace
 
-Status MeasurementsTable::Record(tuner::Measurement& m, int64_t task_id, int64_t task_total) {
+Status MeasurementsTable::Record(tuner::Measurement& m, int64_t task_id, int64_t task_total, const std::string& owner) {
   auto lock = db_.Lock();
   Connection& conn = db_.conn();
   return db_.InTransaction([&]() -> Status {
+    if (!owner.empty()) {
+      // Under the write lock: no other executor can take the sweep between this check and the
+      // commit, so a config is stored by the sweep's one owner, once.
+      auto claim = conn.Prepare(kSweepClaimSql);
+      if (!claim) return std::unexpected(claim.error());
+      claim->Bind(1, m.sweep_id);
+      auto row = claim->Step();
+      if (!row) return std::unexpected(row.error());
+      if (!*row) return NotFound("no sweep with id " + std::to_string(m.sweep_id), "id");
+      if (claim->Text(0) != owner || (claim->Text(1) != "running" && claim->Text(1) != "queued")) {
+        return LostClaim(m.sweep_id, claim->Text(0).empty() ? "no executor" : "executor " + claim->Text(0),
+                         claim->Text(1));
+      }
+    }
     auto st = conn.Prepare(kInsertMeasurementSql);
     if (!st) return std::unexpected(st.error());
     st->Bind(1, m.sweep_id).Bind(2, m.bucket).Bind(3, m.problem.dims.ToString()).Bind(4, m.config.ToString());

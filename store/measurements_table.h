@@ -19,8 +19,9 @@ class MeasurementsTable {
   explicit MeasurementsTable(Database& db) : db_(db) {}
   // Inserts the measurement with its samples (setting m.id and m.created_at), bumps the
   // sweep's progress and records the task's planned count (the engine's own total, which may
-  // be below the estimate made at submission), in one transaction.
-  Status Record(tuner::Measurement& m, int64_t task_id, int64_t task_total);
+  // be below the estimate made at submission), in one transaction. With an `owner`, only while
+  // that executor owns the sweep and it is unfinished (LostClaim otherwise, nothing written).
+  Status Record(tuner::Measurement& m, int64_t task_id, int64_t task_total, const std::string& owner = {});
   // One bucket of a sweep, oldest first, with samples unless `with_samples` is false (the
   // dashboard's aggregates, server/dashboard.h, read 20,000-measurement buckets without them).
   Result<std::vector<tuner::Measurement>> ListBucket(int64_t sweep_id, const std::string& bucket,

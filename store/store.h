@@ -1,11 +1,12 @@
 // Store: blocktune's SQLite database (Chromium's history_database model). It owns the one
 // connection (store/database.h) and exposes a class per table group, each with its SQL beside
 // its methods: hardware, sweeps (with idempotency keys and progress), tasks (the runner's
-// leases), measurements (with samples and the transfer prior), decisions (final rounds),
-// tuned entries, overrides, lookup misses, results from other databases (results_table.h), and maintenance (backup,
-// integrity, stats, schema version). Opening migrates an older schema forward (store/migrate.h), refuses a newer one,
-// checks integrity, and never rewrites a file that is not ours. Every table operation is one transaction under the
-// connection's one lock.
+// leases), executors (the processes that own sweeps), measurements (with samples and the
+// transfer prior), decisions (final rounds), tuned entries, overrides, lookup misses, results
+// from other databases (results_table.h), and maintenance (backup, integrity, stats, schema
+// version). Opening migrates an older schema forward (store/migrate.h), refuses a newer one,
+// checks integrity, and never rewrites a file that is not ours. Every table operation is one
+// transaction under the connection's one lock.
 #pragma once
 
 #include <memory>
@@ -14,6 +15,7 @@
 #include "kernels/core/result.h"
 #include "store/database.h"
 #include "store/decisions_table.h"
+#include "store/executors_table.h"
 #include "store/hardware_table.h"
 #include "store/maintenance.h"
 #include "store/measurements_table.h"
@@ -38,6 +40,7 @@ class Store {
   HardwareTable& hardware() { return hardware_; }
   SweepsTable& sweeps() { return sweeps_; }
   TasksTable& tasks() { return tasks_; }
+  ExecutorsTable& executors() { return executors_; }
   MeasurementsTable& measurements() { return measurements_; }
   DecisionsTable& decisions() { return decisions_; }
   TunedTable& tuned() { return tuned_; }
@@ -53,6 +56,7 @@ class Store {
   HardwareTable hardware_{db_};
   SweepsTable sweeps_{db_};
   TasksTable tasks_{db_};
+  ExecutorsTable executors_{db_};
   MeasurementsTable measurements_{db_};
   DecisionsTable decisions_{db_};
   TunedTable tuned_{db_};

@@ -18,6 +18,7 @@ constexpr char kInsertSweepSql[] =
     "bucket_version, tool_version, progress_total, budget_seconds, created_at, uid, host, shard_index, shard_count) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, 0, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), "
     "lower(hex(randomblob(16))), ?, ?, ?)";
+constexpr char kSetOwnerSql[] = "UPDATE sweeps SET owner = ? WHERE id = ?";
 constexpr char kSelectIdempotencySql[] = "SELECT request, sweep_id FROM idempotency_keys WHERE idempotency_key = ?";
 constexpr char kInsertIdempotencySql[] =
     "INSERT INTO idempotency_keys (idempotency_key, request, sweep_id, created_at) "
@@ -35,9 +36,11 @@ const std::string& SweepColumns() {
   static const std::string sql = [] {
     std::string s = kSweepColumns;
     for (const tuner::EvalPhase& p : tuner::kEvalPhases) s += std::string(", b.") + p.name;
+    // Then the owner (migration 0015) and its executor row, if any (ReadExecutor's order).
     return s +
-           " FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id "
-           "LEFT JOIN sweep_breakdowns b ON b.sweep_id = s.id ";
+           ", COALESCE(s.owner, ''), x.id IS NOT NULL, x.id, x.kind, x.host, x.boot_id, x.pid, x.pid_start, "
+           "x.started_at, x.expires_ms FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id "
+           "LEFT JOIN sweep_breakdowns b ON b.sweep_id = s.id LEFT JOIN executors x ON x.id = s.owner ";
   }();
   return sql;
 }
@@ -181,6 +184,9 @@ Result<SweepRecord> ReadSweep(const Statement& st) {
     for (const tuner::EvalPhase& p : tuner::kEvalPhases) b.eval.*p.seconds = st.Double(column++);
     r.breakdown = b;
   }
+  const int owner_column = kFirstPhaseColumn + static_cast<int>(std::size(tuner::kEvalPhases));
+  r.owner = st.Text(owner_column);
+  if (st.Int(owner_column + 1) != 0) r.executor = ReadExecutor(st, owner_column + 2);
   return r;
 }
 
@@ -214,7 +220,8 @@ std::optional<SweepStatus> ParseSweepStatus(std::string_view s) {
 Result<CreatedSweep> SweepsTable::Create(const tuner::SweepRequest& request, int64_t hardware_id, int bucket_version,
                                          const std::string& tool_version, const std::vector<TaskPlan>& tasks,
                                          const std::string& idempotency_key, const std::string& canonical_request,
-                                         const std::function<Status()>& admit) {
+                                         const std::function<Status()>& admit, const ExecutorRecord* owner,
+                                         int64_t lease_ms) {
   auto strategy = StrategyToStore(request.strategy);
   if (!strategy) return std::unexpected(strategy.error());
   auto lock = db_.Lock();
@@ -250,6 +257,13 @@ Result<CreatedSweep> SweepsTable::Create(const tuner::SweepRequest& request, int
     if (auto r = st->Run(); !r) return r;
     out.id = conn.LastInsertId();
     out.created = true;
+    if (owner != nullptr) {
+      if (auto r = UpsertExecutor(conn, *owner, lease_ms); !r) return r;
+      auto own = conn.Prepare(kSetOwnerSql);
+      if (!own) return std::unexpected(own.error());
+      own->Bind(1, owner->id).Bind(2, out.id);
+      if (auto r = own->Run(); !r) return r;
+    }
     if (auto r = InsertTasks(conn, out.id, tasks); !r) return r;
     if (!idempotency_key.empty()) {
       auto ins = conn.Prepare(kInsertIdempotencySql);

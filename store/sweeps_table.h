@@ -13,6 +13,7 @@
 
 #include "kernels/core/result.h"
 #include "store/database.h"
+#include "store/executors_table.h"
 #include "tuner/sweep.h"
 
 namespace blocktune::store {
@@ -54,6 +55,10 @@ struct SweepRecord {
   std::optional<tuner::SweepBreakdown> breakdown;
   // Other hardware profiles its transfer searches drew on (migration 0014); filled by Get only.
   std::vector<tuner::search::ProfileSimilarity> prior_profiles;
+  // The executor that runs it (migration 0015, executors_table.h): its id ('' : none) and its
+  // row while it has one.
+  std::string owner;
+  std::optional<ExecutorRecord> executor;
 };
 
 struct CreatedSweep {
@@ -79,11 +84,14 @@ class SweepsTable {
   // seen before returns that sweep (created = false) if `canonical_request` matches, and
   // already_exists if it does not. `admit`, if given, is asked (inside the transaction) only
   // when a new sweep would be created; its error is returned and nothing is stored. The
-  // strategy must be one of tuner::kStrategyNames (invalid_argument otherwise).
+  // strategy must be one of tuner::kStrategyNames (invalid_argument otherwise). With an `owner`,
+  // a new sweep is that executor's from the start (its row registered with expiry now +
+  // lease_ms), so no other process claims it before its runner does; without one, any daemon may.
   Result<CreatedSweep> Create(const tuner::SweepRequest& request, int64_t hardware_id, int bucket_version,
                               const std::string& tool_version, const std::vector<TaskPlan>& tasks,
                               const std::string& idempotency_key = {}, const std::string& canonical_request = {},
-                              const std::function<Status()>& admit = {});
+                              const std::function<Status()>& admit = {}, const ExecutorRecord* owner = nullptr,
+                              int64_t lease_ms = 0);
   // not_found for an unknown id; data_loss for a row this build cannot read.
   Result<SweepRecord> Get(int64_t id);
   // Oldest first, at most `limit`, with the status if given.

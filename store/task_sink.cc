@@ -4,38 +4,38 @@
 namespace blocktune::store {
 
 Result<std::vector<tuner::Measurement>> TaskSink::Existing(const std::string& bucket) {
-  return store_.measurements().ListBucket(task_.sweep_id, bucket);
+  return Note(store_.measurements().ListBucket(task_.sweep_id, bucket));
 }
 
 Status TaskSink::Record(tuner::Measurement& m, int64_t /*done*/, int64_t total) {
-  return store_.measurements().Record(m, task_.id, total);
+  return Note(store_.measurements().Record(m, task_.id, total, owner_));
 }
 
 Result<std::optional<tuner::TunedEntry>> TaskSink::Incumbent(const std::string& kernel, const std::string& hardware_key,
                                                              DType dtype, const std::string& bucket) {
-  return store_.tuned().Get(kernel, hardware_key, dtype, bucket);
+  return Note(store_.tuned().Get(kernel, hardware_key, dtype, bucket));
 }
 
 Status TaskSink::RecordEnvironment(const tuner::timing::SweepEnvironment& environment) {
-  return store_.sweeps().SetEnvironment(task_.sweep_id, environment);
+  return Note(store_.sweeps().SetEnvironment(task_.sweep_id, environment));
 }
 
-Status TaskSink::RecordFinalRound(const tuner::FinalRound& round) { return store_.decisions().Record(round); }
+Status TaskSink::RecordFinalRound(const tuner::FinalRound& round) { return Note(store_.decisions().Record(round)); }
 
 Status TaskSink::RecordBreakdown(const tuner::SweepBreakdown& breakdown) {
-  return store_.sweeps().AddBreakdown(task_.sweep_id, breakdown);
+  return Note(store_.sweeps().AddBreakdown(task_.sweep_id, breakdown));
 }
 
 Result<std::vector<tuner::search::ProfileMeasurement>> TaskSink::ProfileMeasurements() {
-  return store_.measurements().ListOtherProfiles(task_.sweep_id);
+  return Note(store_.measurements().ListOtherProfiles(task_.sweep_id));
 }
 
 Status TaskSink::RecordPriorProfiles(const std::vector<tuner::search::ProfileSimilarity>& profiles) {
-  return store_.sweeps().SetPriorProfiles(task_.sweep_id, profiles);
+  return Note(store_.sweeps().SetPriorProfiles(task_.sweep_id, profiles));
 }
 
 Result<std::vector<tuner::Measurement>> TaskSink::PriorMeasurements() {
-  return store_.measurements().ListPrior(task_.sweep_id, task_.ordinal);
+  return Note(store_.measurements().ListPrior(task_.sweep_id, task_.ordinal));
 }
 
 }  // namespace blocktune::store

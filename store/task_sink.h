@@ -32,6 +32,12 @@ class TaskSink : public tuner::SweepSink {
         served_(std::move(served)),
         seeds_(std::move(seeds)) {}
 
+  // Commits only while this executor owns the task's sweep (MeasurementsTable::Record).
+  void set_owner(std::string owner) { owner_ = std::move(owner); }
+  // The first error a store call of this sink returned (the engine stops at it): a storage
+  // fault (disk full, I/O) the runner waits out, or a lost claim, rather than a failed task.
+  const std::optional<Error>& store_error() const { return store_error_; }
+
   Result<std::vector<tuner::Measurement>> Existing(const std::string& bucket) override;
   // Commits the measurement and the engine's planned total for the task (`done` is implied
   // by the rows committed).
@@ -57,8 +63,16 @@ class TaskSink : public tuner::SweepSink {
   Status RecordPriorProfiles(const std::vector<tuner::search::ProfileSimilarity>& profiles) override;
 
  private:
+  template <typename T>
+  T Note(T result) {
+    if (!result && !store_error_) store_error_ = result.error();
+    return result;
+  }
+
   Store& store_;
   TaskRecord task_;
+  std::string owner_;
+  std::optional<Error> store_error_;
   std::function<bool()> cancelled_;
   ServedFn served_;
   SeedsFn seeds_;

@@ -131,6 +131,14 @@ Status CheckTunedEntry(const KernelSpec& spec, const TunedEntry& e) {
   if (e.hardware_key.empty() || e.hardware_key.find_first_of(" \"\\\n") != std::string::npos) {
     return InvalidArgument("malformed hardware key", "hardware_key");
   }
+  // What an ingested measurement would be refused for (CheckMeasurement): a winner is an ok
+  // measurement, so its median is a time and it has samples.
+  if (!TimeOk(e.median_ns)) {
+    return InvalidArgument(
+        "median_ns must be a time in [" + Num(kMinTimeNs) + ", " + Num(kMaxTimeNs) + "] ns, got " + Num(e.median_ns),
+        "median_ns");
+  }
+  if (e.samples < 1) return InvalidArgument("samples must be at least 1, got " + std::to_string(e.samples), "samples");
   if (auto s = CheckConfig(spec, e.config, *problem, ProfileOfKey(e.hardware_key)); !s) {
     Error err = s.error();
     err.message = "config " + e.config.ToString() + ": " + err.message;

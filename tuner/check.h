@@ -49,8 +49,8 @@ Status CheckMeasurement(const KernelSpec& spec, const Measurement& m, const Hard
 HardwareProfile ProfileOfKey(std::string_view key);
 
 // A tuned row from a database or the checked-in jsonl: the kernel's current bucket version, a
-// canonical bucket, and a config that CheckConfig accepts for the bucket on the key's ISA. The
-// message names the row.
+// canonical bucket, a config that CheckConfig accepts for the bucket on the key's ISA, a median
+// in [kMinTimeNs, kMaxTimeNs] and at least one sample. The message names the row.
 Status CheckTunedEntry(const KernelSpec& spec, const TunedEntry& e);
 
 }  // namespace blocktune::tuner

@@ -13,14 +13,22 @@ using wire::Json;
 
 void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
   Service& svc = ctx.service;
-  h[api::Index(api::Op::kGetHealth)] = [](const httplib::Request&, httplib::Response& res) {
-    SendJson(res, 200, wire::EncodeStatus("ok"));
+  // A storage fault (the last write of the runner, the lease renewal or the miss flusher was
+  // refused: disk full, I/O error) in words: "storage: <error> (since <UTC>)".
+  const auto storage_error = [&svc]() -> std::string {
+    const auto fault = svc.storage().Current();
+    return fault ? "storage: " + fault->error + " (since " + fault->since + ")" : "";
+  };
+  // Alive either way (a restart would not bring the space back): degraded, with the error.
+  h[api::Index(api::Op::kGetHealth)] = [storage_error](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, wire::EncodeHealth(storage_error()));
   };
 
-  h[api::Index(api::Op::kGetReady)] = [&svc](const httplib::Request&, httplib::Response& res) {
+  h[api::Index(api::Op::kGetReady)] = [&svc, storage_error](const httplib::Request&, httplib::Response& res) {
     if (!svc.Ready()) return SendJson(res, 503, wire::EncodeReady(false, "job runner not running"));
     auto stats = svc.Stats();
     if (!stats) return SendJson(res, 503, wire::EncodeReady(false, "database: " + stats.error().message));
+    if (const std::string e = storage_error(); !e.empty()) return SendJson(res, 503, wire::EncodeReady(false, e));
     SendJson(res, 200, wire::EncodeReady(true, ""));
   };
 
@@ -54,6 +62,15 @@ void BindOperationHandlers(Handlers& h, const HandlerContext& ctx) {
         "# HELP blocktune_lookup_misses_dropped_total Missed lookups not counted: too many distinct buckets "
         "between two flushes.\n# TYPE blocktune_lookup_misses_dropped_total counter\n";
     out += "blocktune_lookup_misses_dropped_total " + std::to_string(svc.MissesDropped()) + "\n";
+    out +=
+        "# HELP blocktune_storage_ok 1 while the database takes this process's writes; 0 while the last write of "
+        "the job runner, the lease renewal or the miss flusher was refused (disk full, I/O error, read-only).\n"
+        "# TYPE blocktune_storage_ok gauge\n";
+    out += "blocktune_storage_ok " + std::string(svc.storage().Current() ? "0" : "1") + "\n";
+    out +=
+        "# HELP blocktune_storage_write_failures_total Writes the database refused with a storage fault.\n"
+        "# TYPE blocktune_storage_write_failures_total counter\n";
+    out += "blocktune_storage_write_failures_total " + std::to_string(svc.storage().failures_total()) + "\n";
     res.status = 200;
     res.set_content(out, "text/plain; version=0.0.4");
   };

@@ -60,7 +60,8 @@ void BindSweepHandlers(Handlers& h, const HandlerContext& ctx) {
     if (!id) return SendError(res, id.error());
     auto v = svc.GetSweep(*id);
     if (!v) return SendError(res, v.error());
-    SendJson(res, 200, wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds));
+    const wire::SweepStall stall{v->stalled ? v->stalled->error : "", v->stalled ? v->stalled->since : ""};
+    SendJson(res, 200, wire::EncodeSweep(v->sweep, &v->progress, v->eta_seconds, v->stalled ? &stall : nullptr));
   };
 
   h[api::Index(api::Op::kCancelSweep)] = [&svc](const httplib::Request& req, httplib::Response& res) {

@@ -90,7 +90,9 @@ export async function pageSweep(main, id) {
       h('dt', {}, 'kernel'), h('dd', {}, h('a', { href: '/ui/kernels/' + s.kernel }, s.kernel), ' ', s.dtype, ', ', s.threads + ' thread(s)'),
       h('dt', {}, 'hardware'), h('dd', {}, s.hardware),
       h('dt', {}, 'strategy'), h('dd', {}, s.strategy + (s.budget ? ', budget ' + s.budget : '')),
-      h('dt', {}, 'status'), h('dd', { id: 'sweep-status' }, s.status + (s.error ? ': ' + s.error : '')),
+      h('dt', {}, 'status'), h('dd', { id: 'sweep-status', class: s.stalled ? 'bad' : '' }, s.status +
+        (s.error ? ': ' + s.error : '') +
+        (s.stalled ? ' (stalled since ' + s.stalled.since + ': ' + s.stalled.reason + ': ' + s.stalled.error + ')' : '')),
       h('dt', {}, 'progress'), h('dd', {}, progressBar(s.progress.done, s.progress.total), ' ',
         h('span', { id: 'sweep-progress' }, s.progress.done + ' / ' + s.progress.total),
         ', buckets ' + s.progress.tasks_done + ' / ' + s.progress.tasks_total + ', ETA ' + fmtEta(s.eta_seconds)),

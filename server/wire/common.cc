@@ -62,6 +62,9 @@ void AddCommonSchemas(Json& s) {
                                          {"path", Str("the field, parameter or header at fault; empty if none")}})}},
                       "every failure, from a handler or from the guards before routing");
   s["Status"] = Object({{"status", Str()}});
+  s["Health"] = Object(
+      {{"status", Enum(std::array{"ok", "degraded"}, "degraded: the process serves but cannot write its database")},
+       {"storage_error", Str("the last refused write's error and since when"), false}});
   s["Ready"] = Object({{"status", Enum(std::array{"ready", "not_ready"})}, {"detail", Str("why not ready")}});
   s["Backup"] = Object({{"path", Str("the file written")}, {"bytes", Int()}});
   s["Config"] = Map(Int(), "block sizes by parameter name, e.g. {\"block_m\": 96}");
@@ -136,6 +139,10 @@ Result<std::string> NormaliseTimestamp(std::string_view t, const std::string& pa
 
 Json EncodeBackup(const std::string& path, int64_t bytes) { return Json{{"path", path}, {"bytes", bytes}}; }
 Json EncodeStatus(std::string_view status) { return Json{{"status", status}}; }
+Json EncodeHealth(std::string_view storage_error) {
+  if (storage_error.empty()) return Json{{"status", "ok"}};
+  return Json{{"status", "degraded"}, {"storage_error", storage_error}};
+}
 Json EncodeReady(bool ready, std::string_view detail) {
   return Json{{"status", ready ? "ready" : "not_ready"}, {"detail", detail}};
 }

@@ -2,6 +2,7 @@
 // profiles, and their component schemas.
 #include <array>
 
+#include "external/spec.h"
 #include "kernels/core/fingerprint.h"
 
 #include "server/wire/internal.h"
@@ -32,11 +33,13 @@ void AddKernelSchemas(Json& s) {
        {"fingerprint", Str("this build's kernel fingerprint: a hash of the sources that decide the kernel's speed and "
                            "of the compiler and flags; tuned rows record the one they were measured with")},
        {"external",
-        Object({{"source_file", Str("the spec file it was loaded from")},
-                {"restrictions", Array(Str(), "expressions over parameter and dim names that must hold")},
-                {"categorical", Array(Str(), "parameters whose values are unordered")},
-                {"runner", Object({{"command", Array(Str())}, {"persistent", Bool()}, {"timeout_s", Num()}})}},
-               "present for kernels declared in a spec file (--kernel-dir)"),
+        Object(
+            {{"source_file", Str("the spec file it was loaded from")},
+             {"kernel_dir", Str("the --kernel-dir that holds it (the spec is in it, or in a folder directly in it)")},
+             {"restrictions", Array(Str(), "expressions over parameter and dim names that must hold")},
+             {"categorical", Array(Str(), "parameters whose values are unordered")},
+             {"runner", Object({{"command", Array(Str())}, {"persistent", Bool()}, {"timeout_s", Num()}})}},
+            "present for kernels declared in a spec file (--kernel-dir)"),
         false}});
   // An open object: the served document is a JSON Schema of its own (schema/kernel-spec.schema.json).
   s["JsonSchema"] = Json{{"type", "object"}, {"description", "a JSON Schema document (draft 2020-12)"}};
@@ -95,8 +98,10 @@ Json EncodeKernel(const KernelSpec& k) {
     for (const auto& p : k.params()) {
       if (p.categorical) categorical.push_back(p.name);
     }
+    const auto* external = dynamic_cast<const external::ExternalKernelSpec*>(&k);
     j["external"] =
         Json{{"source_file", k.source_file()},
+             {"kernel_dir", external != nullptr ? external->kernel_dir() : std::string()},
              {"restrictions", k.restriction_texts()},
              {"categorical", categorical},
              {"runner", Json{{"command", r->command}, {"persistent", r->persistent}, {"timeout_s", r->timeout_s}}}};

@@ -3,6 +3,7 @@
 // change here: its schema (which is also the decoder's list of known fields and the Sweep
 // schema's prefix), one decode line and one encode line.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "blocktune/tables/resolve.h"
@@ -109,6 +110,21 @@ void AddSweepSchemas(Json& s) {
                        {"finished_at", Str("empty until finished")},
                        {"environment", Ref("Environment")},
                        {"breakdown", Ref("Breakdown"), false},
+                       {"stalled",
+                        Object({{"reason", Str("what stops it: storage (the database cannot be written: disk full, "
+                                               "I/O error, read-only)")},
+                                {"error", Str("the store's error, e.g. 'step failed: database or disk is full'")},
+                                {"since", Str("UTC, when writes began to fail")}}),
+                        false},
+                       {"executor",
+                        Object({{"id", Str("the executor's random id (128 bits, hex)")},
+                                {"kind", Enum(std::array{"daemon", "local", "import"},
+                                              "a blocktuned, a `blocktune sweep --local` / `adapt --local`, or an "
+                                              "import")},
+                                {"host", Str()},
+                                {"pid", Int()},
+                                {"since", Str("UTC, when that process first claimed work on this database")}}),
+                        false},
                        {"prior_profiles",
                         Array(Object({{"hardware", Str("the other profile's hardware key")},
                                       {"correlation", Num("Spearman rank correlation with this profile's landscapes "
@@ -118,7 +134,9 @@ void AddSweepSchemas(Json& s) {
                               "other hardware profiles a transfer search drew its prior from (GET of one sweep only)"),
                         false}},
                       "a sweep; breakdown is present once a task of it has run here; progress has tasks and "
-                      "by_outcome, and eta_seconds is present, on GET /v1/sweeps/{id}");
+                      "by_outcome, and eta_seconds is present, on GET /v1/sweeps/{id}; stalled while the daemon "
+                      "cannot write the database (the sweep resumes by itself once it can); executor names the "
+                      "process that runs an unfinished sweep (docs/scale.md, One database, many processes)");
   s["SweepList"] = Object({{"sweeps", Array(Ref("Sweep"))},
                            {"next_after_id", Nullable(Int("pass as after_id for the next page; null on the last"))}});
   s["Measurement"] = Object({{"id", Int()},
@@ -273,7 +291,8 @@ Json EncodeBreakdown(const tuner::SweepBreakdown& b) {
   return j;
 }
 
-Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress, double eta_seconds) {
+Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress, double eta_seconds,
+                 const SweepStall* stalled) {
   Json j = EncodeSweepRequest(s.request);
   j["id"] = s.id;
   j["status"] = store::SweepStatusName(s.status);
@@ -300,6 +319,15 @@ Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progre
                       {"governor", e.governor},         {"compiler", e.compiler},
                       {"build_flags", e.build_flags},   {"tool_version", e.tool_version}};
   if (s.breakdown) j["breakdown"] = EncodeBreakdown(*s.breakdown);
+  if (stalled != nullptr) j["stalled"] = {{"reason", "storage"}, {"error", stalled->error}, {"since", stalled->since}};
+  const bool unfinished = s.status == store::SweepStatus::kQueued || s.status == store::SweepStatus::kRunning;
+  if (unfinished && s.executor) {
+    j["executor"] = {{"id", s.executor->id},
+                     {"kind", s.executor->kind},
+                     {"host", s.executor->host},
+                     {"pid", s.executor->pid},
+                     {"since", s.executor->started_at}};
+  }
   if (!s.prior_profiles.empty()) {
     Json profiles = Json::array();
     for (const auto& p : s.prior_profiles) {
@@ -361,6 +389,11 @@ Result<SweepStatusView> DecodeSweepStatus(const Json& j) {
   if (auto e = j.find("eta_seconds"); e != j.end() && e->is_number()) v.eta_seconds = e->get<double>();
   if (auto sh = j.find("shapes"); sh != j.end() && sh->is_array()) v.buckets = static_cast<int64_t>(sh->size());
   v.error = GetString(j, "error", "error", std::string(), 1 << 16).value_or("");
+  if (auto st = j.find("stalled"); st != j.end() && st->is_object()) {
+    v.stalled = GetString(*st, "reason", "stalled.reason", std::string("stalled")).value_or("stalled") + ": " +
+                GetString(*st, "error", "stalled.error", std::string(), 1 << 12).value_or("") + " (since " +
+                GetString(*st, "since", "stalled.since", std::string()).value_or("") + ")";
+  }
   v.created_at = GetString(j, "created_at", "created_at", std::string()).value_or("");
   return v;
 }

@@ -52,9 +52,17 @@ struct SweepSubmission {
 };
 Result<SweepSubmission> DecodeSweepSubmission(const Json& j, const Limits& limits);
 
+// Why an unfinished sweep does not advance: the process serving it cannot write the database
+// (server/storage_health.h). "stalled": {"reason": "storage", "error", "since"}.
+struct SweepStall {
+  std::string error;
+  std::string since;
+};
 // A sweep; with progress, also "progress": {"done", "total", "tasks_done", "tasks_total",
-// "by_outcome": {...}} and "eta_seconds" (null when unknown).
-Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress = nullptr, double eta_seconds = -1);
+// "by_outcome": {...}} and "eta_seconds" (null when unknown); "stalled" when `stalled` is given;
+// "executor" (the process that owns it) while it is unfinished and owned.
+Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progress = nullptr, double eta_seconds = -1,
+                 const SweepStall* stalled = nullptr);
 Json EncodeSweepList(const std::vector<store::SweepRecord>& sweeps, int64_t next_after_id);
 struct SweepStatusView {
   int64_t id = 0;
@@ -68,6 +76,7 @@ struct SweepStatusView {
   std::string created_at;
   int64_t buckets = 0;
   std::optional<tuner::SweepBreakdown> breakdown;  // once a task has run
+  std::string stalled;                             // "storage: <error> (since <UTC>)"; empty: not stalled
 };
 Result<SweepStatusView> DecodeSweepStatus(const Json& j);
 // A sweep's time breakdown with its efficiency (the Breakdown schema).
@@ -149,6 +158,8 @@ Result<store::ApplyResult> DecodeIngestResult(const Json& j);
 
 Json EncodeBackup(const std::string& path, int64_t bytes);
 Json EncodeStatus(std::string_view status);
+// GET /healthz: {"status": "ok"}, or "degraded" with the storage error while writes fail.
+Json EncodeHealth(std::string_view storage_error);
 Json EncodeReady(bool ready, std::string_view detail);
 
 // Timestamps on the wire: UTC "YYYY-MM-DDTHH:MM:SS[.fff]Z"; normalised to milliseconds.

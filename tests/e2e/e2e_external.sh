@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End to end with external kernels (docs/external-kernels.md): blocktuned loads the NumPy and
-# C++ example specs and a faulty one from --kernel-dir; GET /v1/kernels lists them; a NumPy
+# C++ example specs and a faulty one from --kernel-dir (NumPy's from a folder of kernel folders),
+# logs each and warns about a folder without one; GET /v1/kernels lists them with their folder; a NumPy
 # matmul sweep through the daemon; its winner looked up over HTTP, from a generated C++ header
 # compiled here and from the generated Python table; a C++-runner sweep; and a runner that
 # crashes, hangs and prints garbage, each recorded with its outcome.
@@ -35,15 +36,25 @@ grep -q '"outcomes":{"compile_failed":1,"invalid":2,"ok":6,"runtime_failed":1}' 
 
 # The daemon's kernel folders. The CLI needs them only for what it does itself (tables generate,
 # export); a sweep through the daemon is validated by the daemon, so `sweep` below runs without.
-kdirs=(--kernel-dir "$src/examples/numpy_matmul" --kernel-dir "$build/examples/cpp_transpose/spec"
-       --kernel-dir "$work/faulty" --kernel-dir "$work/imported")
+# NumPy's comes in a folder of kernel folders (examples/: numpy_matmul/ and
+# jax_flash_attention/, whose runner is never started here), and one folder holds no spec.
+mkdir -p "$work/empty"
+kdirs=(--kernel-dir "$src/examples" --kernel-dir "$build/examples/cpp_transpose/spec"
+       --kernel-dir "$work/faulty" --kernel-dir "$work/imported" --kernel-dir "$work/empty")
 cli=("$build/client/blocktune" "${kdirs[@]}")
 remote=("$build/client/blocktune")
-StartDaemon --min-repetition-ms 2 --repetitions 3 --max-cv 1000 --log-level warn \
+StartDaemon --min-repetition-ms 2 --repetitions 3 --max-cv 1000 --log-level info \
   "${kdirs[@]}"
 
 curl -fsS "$url/v1/kernels" >"$work/kernels.json"
 for k in matmul numpy_matmul cpp_transpose faulty; do grep -q "\"name\":\"$k\"" "$work/kernels.json" || { echo "no $k"; exit 1; }; done
+# Each external kernel is logged with its spec and runner, and listed with the folder it came
+# from; the folder without a spec is warned about.
+grep -q "external kernel loaded name=numpy_matmul spec=$src/examples/numpy_matmul/numpy_matmul.json runner=\"/usr/bin/python3 runner.py\"" \
+  "$work/daemon.log" || { grep "external kernel" "$work/daemon.log"; exit 1; }
+grep -q "external kernel loaded name=faulty spec=$work/faulty/faulty.json" "$work/daemon.log"
+grep -q -- "--kernel-dir $work/empty holds no kernel spec" "$work/daemon.log" || { echo "no warning"; exit 1; }
+grep -q "\"kernel_dir\":\"$src/examples\",\"restrictions\"" "$work/kernels.json" || { echo "no kernel_dir"; exit 1; }
 curl -fsS "$url/v1/kernel-spec-schema" | grep -q '"restrictions"'
 
 # The imported winner, served over HTTP under the GPU's key; another GPU does not borrow it.

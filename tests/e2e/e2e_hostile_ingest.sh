@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Trust nothing that arrives (issue 26), end to end against blocktuned and the CLI, as a hostile
 # or careless token holder would try it:
-#  1. a database written by an older build holds tuned rows with an invalid config and a
-#     non-canonical bucket: the daemon serves neither (lookup exact, nearest, GET /v1/tables) and
-#     `tables generate --db` skips both with a warning and publishes the rest (exit 0);
+#  1. a database written by an older build holds tuned rows with an invalid config, a
+#     non-canonical bucket, a negative median without samples and an unknown kernel: the daemon
+#     serves none (lookup exact, nearest, GET /v1/tables) nor lists them (GET /v1/tuned, the
+#     dashboard's /v1/winners), and `tables generate --db` skips them with a warning and
+#     publishes the rest (exit 0);
 #  2. POST /v1/results with each bad record the issue lists is a 400 naming the record and the
 #     field, and stores nothing (the good record before it included);
 #  3. a reused batch_id: the same contents are a replay (200), other contents a 409 naming it;
@@ -47,7 +49,13 @@ sqlite3 "$work/db/blocktune.db" "INSERT INTO tuned_entries (kernel, hardware_key
   'block_m=-96,block_n=7,block_k=0', 1e-305, 1, sweep_id, measurement_id, measured_at FROM tuned_entries LIMIT 1;
   INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, sweep_id,
   measurement_id, measured_at) SELECT 'matmul', '$key', 'f32', 'm999_n1_k1', 1, 'block_m=48,block_n=128,block_k=128',
-  1, 1, sweep_id, measurement_id, measured_at FROM tuned_entries LIMIT 1"
+  1, 1, sweep_id, measurement_id, measured_at FROM tuned_entries LIMIT 1;
+  INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, sweep_id,
+  measurement_id, measured_at) SELECT 'matmul', '$key', 'f32', 'm256_n256_k256', 1, 'block_m=48,block_n=256,block_k=128',
+  -5, 0, sweep_id, measurement_id, measured_at FROM tuned_entries LIMIT 1;
+  INSERT INTO tuned_entries (kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, sweep_id,
+  measurement_id, measured_at) SELECT 'ghost_kernel', '$key', 'f32', 'n64', 1, 'block=1', 1000, 5, sweep_id,
+  measurement_id, measured_at FROM tuned_entries LIMIT 1"
 StartDaemon --kernel-dir "$work/forky" "${tiny[@]}" --log-level warn
 threads=${key##*.t}
 for q in "m=128&n=128&k=128" "m=999&n=1&k=1" "m=64&n=64&k=64"; do
@@ -61,6 +69,18 @@ echo "  lookup m=128,n=128,k=128: $(curl -fsS "$url/v1/lookup?kernel=matmul&m=12
 curl -fsS "$url/v1/tables/matmul" >"$work/served.h"
 grep -q -- "-96" "$work/served.h" && fail "GET /v1/tables/matmul published the invalid config"
 grep -q "skipped" "$work/daemon.log" || fail "the daemon did not warn about the rows it skipped"
+# Listings show what is served: none of those rows in GET /v1/tuned or the dashboard's matrix
+# (a median that is no time, no samples, a kernel this daemon does not have are refused too).
+for route in "v1/tuned?hardware=$key" "v1/winners"; do
+  listed=$(curl -fsS "$url/$route")
+  for bad in '"block_m":-96' 'm999_n1_k1' '"median_ns":-5' 'ghost_kernel'; do
+    [[ $listed != *"$bad"* ]] || fail "GET /$route lists a refused row ($bad)"
+  done
+done
+grep -q "ghost_kernel.*is not loaded here" "$work/daemon.log" || fail "no warning for the unknown kernel's row"
+grep -q "m256_n256_k256.*median_ns must be a time" "$work/daemon.log" || fail "no warning for the negative median"
+# (`tables generate` refuses a row of a kernel it does not know by name: load its --kernel-dir.)
+sqlite3 "$work/db/blocktune.db" "DELETE FROM tuned_entries WHERE kernel = 'ghost_kernel'"
 rc=0; "$bt" tables generate --db "$work/db/blocktune.db" --out "$work/tables" --force 2>"$work/generate.err" >/dev/null || rc=$?
 cat "$work/generate.err"
 [[ $rc == 0 ]] || fail "tables generate exited $rc on a database with bad rows"

@@ -193,6 +193,43 @@ TEST(ExternalSpec, ReloadAddsReplacesAndIsAllOrNothing) {
   EXPECT_EQ(FindKernel("ext_reload_c"), nullptr);
 }
 
+// --kernel-dir takes a folder of kernel folders too: specs in the folder and one level down,
+// not deeper, not in dot folders; each loaded kernel knows its folder, and a folder with no
+// spec is reported (the daemon warns about it).
+TEST(ExternalSpec, KernelDirsLoadFoldersOfKernelFolders) {
+  test::ScratchDir dir("kernel_folders");
+  namespace fs = std::filesystem;
+  const fs::path root = dir.path() / "kernels";
+  for (const char* sub : {"kernels/ext_folder_a", "kernels/ext_folder_b/deeper", "kernels/.hidden", "empty"}) {
+    fs::create_directories(dir.path() / sub);
+  }
+  WriteFile((root / "ext_folder_top.json").string(), Spec("ext_folder_top", "true"));
+  WriteFile((root / "ext_folder_a" / "a.json").string(), Spec("ext_folder_a", "true"));
+  WriteFile((root / "ext_folder_b" / "b.json").string(), Spec("ext_folder_b", "true"));
+  WriteFile((root / "ext_folder_b" / "deeper" / "c.json").string(), Spec("ext_folder_c", "true"));
+  WriteFile((root / ".hidden" / "h.json").string(), Spec("ext_folder_hidden", "true"));
+  auto files = KernelSpecFiles(root.string());
+  ASSERT_TRUE(files) << files.error().ToString();
+  EXPECT_EQ(*files, (std::vector<std::string>{(root / "ext_folder_a" / "a.json").string(),
+                                              (root / "ext_folder_b" / "b.json").string(),
+                                              (root / "ext_folder_top.json").string()}));
+  const std::string empty = (dir.path() / "empty").string();
+  auto loaded = LoadKernelDirs({root.string(), empty});
+  ASSERT_TRUE(loaded) << loaded.error().ToString();
+  ASSERT_EQ(loaded->kernels.size(), 3u);
+  EXPECT_EQ(loaded->kernels[0].name, "ext_folder_a");
+  EXPECT_EQ(loaded->kernels[0].spec_file, (root / "ext_folder_a" / "a.json").string());
+  EXPECT_EQ(loaded->kernels[0].kernel_dir, root.string());
+  EXPECT_EQ(loaded->kernels[0].runner, "/bin/sh -c true");
+  EXPECT_EQ(loaded->empty_dirs, std::vector<std::string>{empty});
+  const auto* b = dynamic_cast<const ExternalKernelSpec*>(FindKernel("ext_folder_b"));
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(b->kernel_dir(), root.string());
+  EXPECT_EQ(FindKernel("ext_folder_c"), nullptr);
+  EXPECT_EQ(FindKernel("ext_folder_hidden"), nullptr);
+  EXPECT_EQ(KernelSpecFiles((dir.path() / "missing").string()).error().code, ErrorCode::kNotFound);
+}
+
 TEST(ExternalSpec, SchemaIsServedJson) {
   const std::string_view s = KernelSpecSchema();
   EXPECT_NE(s.find("\"restrictions\""), std::string_view::npos);

@@ -1,5 +1,6 @@
 // The store's durable-sweep operations: a task leased by a runner that died goes back to the
-// queue on restart (its lease counted, no measurement lost), a config can be committed only
+// queue on restart (its lease counted, no measurement lost; tests/store/leases_test.cc has the
+// claims of several live processes), a config can be committed only
 // once, finishing the last task finishes the sweep, cancel stops unfinished tasks, a draining
 // daemon releases its task, and a backup is a consistent database.
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 
 #include "store/store.h"
 #include "store/task_sink.h"
+#include "tests/common/claimants.h"
 #include "tests/common/scratch_dir.h"
 
 namespace blocktune::store {
@@ -46,6 +48,9 @@ class Durability : public ::testing::Test {
     m.median_ns = 2;
     return m;
   }
+  // A runner killed mid-task (its process is gone), and the daemon that starts after it.
+  const Claimant killed_ = test::GoneClaimant();
+  const Claimant runner_ = test::LiveClaimant();
   test::ScratchDir dir_{"durability"};
   std::string path_ = dir_.File("db");
   std::unique_ptr<Store> store_;
@@ -53,7 +58,7 @@ class Durability : public ::testing::Test {
 
 TEST_F(Durability, ALeaseLostToACrashIsRequeuedAndResumes) {
   const int64_t id = CreateSweep();
-  auto t = store_->tasks().LeaseNext();
+  auto t = store_->tasks().LeaseNext(killed_);
   ASSERT_TRUE(t && *t);
   EXPECT_EQ((*t)->bucket, "m8_n8_k8");
   EXPECT_EQ((*t)->attempts, 1);
@@ -65,9 +70,10 @@ TEST_F(Durability, ALeaseLostToACrashIsRequeuedAndResumes) {
   // "Crash": reopen without finishing the task.
   Reopen();
   EXPECT_EQ(store_->sweeps().Get(id)->status, SweepStatus::kRunning);
-  ASSERT_TRUE(store_->tasks().RequeueInterrupted());
+  ASSERT_EQ(*store_->tasks().RequeueOrphans(), 1);
   EXPECT_EQ(store_->sweeps().Get(id)->status, SweepStatus::kQueued);
-  auto resumed = store_->tasks().LeaseNext();
+  EXPECT_EQ(store_->sweeps().Get(id)->owner, "");
+  auto resumed = store_->tasks().LeaseNext(runner_);
   ASSERT_TRUE(resumed && *resumed);
   EXPECT_EQ((*resumed)->id, (*t)->id);
   EXPECT_EQ((*resumed)->attempts, 2);
@@ -80,7 +86,7 @@ TEST_F(Durability, ALeaseLostToACrashIsRequeuedAndResumes) {
   auto done1 = store_->tasks().Finish((*resumed)->id, SweepStatus::kDone, "");
   ASSERT_TRUE(done1);
   EXPECT_FALSE(*done1);  // one task left
-  auto t2 = store_->tasks().LeaseNext();
+  auto t2 = store_->tasks().LeaseNext(runner_);
   ASSERT_TRUE(t2 && *t2);
   auto done2 = store_->tasks().Finish((*t2)->id, SweepStatus::kDone, "");
   ASSERT_TRUE(done2);
@@ -92,14 +98,14 @@ TEST_F(Durability, ALeaseLostToACrashIsRequeuedAndResumes) {
   EXPECT_EQ(progress->done, 2);
   EXPECT_EQ(progress->total, 4);
   EXPECT_EQ(progress->tasks_done, 2);
-  auto none = store_->tasks().LeaseNext();
+  auto none = store_->tasks().LeaseNext(runner_);
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none);
 }
 
 TEST_F(Durability, CancelStopsUnfinishedTasksOnce) {
   const int64_t id = CreateSweep();
-  auto t = store_->tasks().LeaseNext();
+  auto t = store_->tasks().LeaseNext(runner_);
   ASSERT_TRUE(t && *t);
   auto cancelled = store_->sweeps().Cancel(id);
   ASSERT_TRUE(cancelled);
@@ -109,7 +115,7 @@ TEST_F(Durability, CancelStopsUnfinishedTasksOnce) {
   ASSERT_TRUE(fin);
   EXPECT_FALSE(*fin);
   EXPECT_EQ(store_->sweeps().Get(id)->status, SweepStatus::kCancelled);
-  auto next = store_->tasks().LeaseNext();
+  auto next = store_->tasks().LeaseNext(runner_);
   ASSERT_TRUE(next);
   EXPECT_FALSE(*next);
   auto again = store_->sweeps().Cancel(id);
@@ -139,7 +145,7 @@ TEST_F(Durability, IdempotencyKeysReturnTheFirstSweep) {
 // it; the next lease is the same task, and what it measured is still there.
 TEST_F(Durability, AReleasedTaskIsLeasedAgainWithItsMeasurements) {
   const int64_t id = CreateSweep();
-  auto t = store_->tasks().LeaseNext();
+  auto t = store_->tasks().LeaseNext(runner_);
   ASSERT_TRUE(t && *t);
   auto m = M(id, "m8_n8_k8", 48);
   ASSERT_TRUE(TaskSink(*store_, **t).Record(m, 1, 2));
@@ -147,7 +153,7 @@ TEST_F(Durability, AReleasedTaskIsLeasedAgainWithItsMeasurements) {
   auto tasks = store_->tasks().List(id);
   ASSERT_TRUE(tasks);
   EXPECT_EQ(tasks->front().status, SweepStatus::kQueued);
-  auto again = store_->tasks().LeaseNext();
+  auto again = store_->tasks().LeaseNext(runner_);
   ASSERT_TRUE(again && *again);
   EXPECT_EQ((*again)->id, (*t)->id);
   EXPECT_EQ((*again)->attempts, 2);

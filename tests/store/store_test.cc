@@ -9,6 +9,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 #include "store/migrations.h"
+#include "tests/common/claimants.h"
 #include "tests/common/scratch_dir.h"
 
 #include <filesystem>
@@ -131,7 +132,9 @@ TEST_F(StoreTest, SweepLifecycleAndMeasurementsRoundTrip) {
   EXPECT_EQ(rec->progress_total, 10);  // the tasks' planned counts
   EXPECT_EQ(rec->hardware_key, hw.Key());
 
-  auto task = st.tasks().LeaseNext();
+  const Claimant killed = test::GoneClaimant();
+  const Claimant runner = test::LiveClaimant();
+  auto task = st.tasks().LeaseNext(killed);
   ASSERT_TRUE(task && *task) << "a queued task";
   EXPECT_EQ((*task)->bucket, "m64_n32_k16");
   EXPECT_EQ(st.sweeps().Get(id)->status, SweepStatus::kRunning);
@@ -163,17 +166,17 @@ TEST_F(StoreTest, SweepLifecycleAndMeasurementsRoundTrip) {
   EXPECT_EQ(st.sweeps().Get(id)->progress_done, 2);
   EXPECT_EQ(st.sweeps().Get(id)->progress_total, 9);
 
-  // A daemon that died mid-sweep: the task and the sweep go back to the queue, and the next
-  // lease is the same task with its measurements kept.
-  ASSERT_TRUE(st.tasks().RequeueInterrupted());
+  // A daemon that died mid-sweep: on the next start the task and the sweep go back to the
+  // queue, and the next lease is the same task with its measurements kept.
+  ASSERT_EQ(*st.tasks().RequeueOrphans(), 1);
   EXPECT_EQ(st.sweeps().Get(id)->status, SweepStatus::kQueued);
-  auto again = st.tasks().LeaseNext();
+  auto again = st.tasks().LeaseNext(runner);
   ASSERT_TRUE(again && *again);
   EXPECT_EQ((*again)->id, (*task)->id);
   EXPECT_EQ((*again)->attempts, 2);
   EXPECT_EQ(TaskSink(st, **again).Existing("m64_n32_k16")->size(), 2u);
   EXPECT_EQ(*st.tasks().Finish((*again)->id, SweepStatus::kDone, ""), false);  // one task left
-  auto last = st.tasks().LeaseNext();
+  auto last = st.tasks().LeaseNext(runner);
   ASSERT_TRUE(last && *last);
   EXPECT_EQ(*st.tasks().Finish((*last)->id, SweepStatus::kDone, ""), true);
   auto done = st.sweeps().Get(id);
@@ -252,12 +255,13 @@ TEST_F(StoreTest, TasksCanBeAddedToASweepWithoutAny) {
   auto created = st.sweeps().Create(Request(), *hw_id, 1, "test", {});
   ASSERT_TRUE(created);
   EXPECT_TRUE(st.tasks().List(created->id)->empty());
-  auto none = st.tasks().LeaseNext();
+  const Claimant runner = test::LiveClaimant();
+  auto none = st.tasks().LeaseNext(runner);
   ASSERT_TRUE(none);
   EXPECT_FALSE(*none);
   ASSERT_TRUE(st.tasks().Add(created->id, {TaskPlan{"m1_n2_k4", kShapeB, 3}}));
   EXPECT_EQ(st.sweeps().Get(created->id)->progress_total, 3);
-  auto leased = st.tasks().LeaseNext();
+  auto leased = st.tasks().LeaseNext(runner);
   ASSERT_TRUE(leased && *leased);
   EXPECT_EQ((*leased)->shape, kShapeB);
   // A task that fails fails the sweep, with its error.
@@ -272,7 +276,7 @@ TEST_F(StoreTest, TunedEntriesUpsertAndListInKeyOrder) {
   Store& st = **s;
   auto hw_id = st.hardware().Upsert(HardwareProfile::Detect(1));
   const int64_t sweep = CreateSweep(st, *hw_id);
-  auto task = st.tasks().LeaseNext();
+  auto task = st.tasks().LeaseNext(test::LiveClaimant());
   ASSERT_TRUE(task && *task);
   tuner::Measurement m = M(sweep, "m64_n32_k16", 96);
   ASSERT_TRUE(TaskSink(st, **task).Record(m, 1, 1));
@@ -472,7 +476,7 @@ TEST_F(StoreTest, EnvironmentFinalRoundAndIncumbentRoundTrip) {
   auto hw_id = st.hardware().Upsert(HardwareProfile::Detect(1));
   tuner::SweepRequest r = Request();
   const int64_t sweep = CreateSweep(st, *hw_id, r);
-  auto task = st.tasks().LeaseNext();
+  auto task = st.tasks().LeaseNext(test::LiveClaimant());
   ASSERT_TRUE(task && *task);
   TaskSink sink(st, **task);
   tuner::timing::SweepEnvironment env = tuner::timing::CaptureEnvironment("blocktune test");
@@ -544,7 +548,7 @@ TEST_F(StoreTest, StatsCountSweepsAndMeasurements) {
   Store& st = **s;
   auto hw_id = st.hardware().Upsert(HardwareProfile::Detect(1));
   const int64_t sweep = CreateSweep(st, *hw_id);
-  auto task = st.tasks().LeaseNext();
+  auto task = st.tasks().LeaseNext(test::LiveClaimant());
   ASSERT_TRUE(task && *task);
   tuner::Measurement a = M(sweep, "m64_n32_k16", 16);
   tuner::Measurement b = M(sweep, "m64_n32_k16", 32, tuner::Outcome::kTimeout);

@@ -76,7 +76,7 @@ TEST(Codegen, OutputIsDeterministicAndCarriesTheBanner) {
 // pushed row from before ingest was checked) is skipped with a warning and never published;
 // the other rows still are. The same checks as a sweep's: canonical bucket of the kernel's
 // bucket function, current bucket version, a complete config of candidate values that the
-// kernel validates for the bucket on the row's ISA.
+// kernel validates for the bucket on the row's ISA; a median that is a time, and samples.
 TEST(Codegen, SkipsRowsThatDoNotFitTheKernelAndPublishesTheRest) {
   const std::string hw = "x86_64.avx2.amd.fam25_mod1.t1";
   const auto good = Entry(hw, "m128_n128_k128", 48);
@@ -90,15 +90,21 @@ TEST(Codegen, SkipsRowsThatDoNotFitTheKernelAndPublishesTheRest) {
   partial.config = NamedInts({{"block_m", 48}});
   auto bad_version = Entry(hw, "m4096_n128_k128", 48);
   bad_version.bucket_version = 99;
+  // Times and counts an ingest would refuse (issue 40): a median that is no time, no samples.
+  auto bad_median = Entry(hw, "m128_n256_k128", 48);
+  bad_median.median_ns = -5;
+  auto no_samples = Entry(hw, "m256_n128_k128", 48);
+  no_samples.samples = 0;
   std::vector<std::string> skipped;
-  auto files = GenerateAll({good, bad_bucket, bad_values, not_candidate, bad_param, partial, bad_version}, &skipped);
+  auto files = GenerateAll(
+      {good, bad_bucket, bad_values, not_candidate, bad_param, partial, bad_version, bad_median, no_samples}, &skipped);
   ASSERT_TRUE(files) << "one bad row blocks publishing: " << files.error().ToString();
   // One warning per skipped row, naming the row and the field.
-  ASSERT_EQ(skipped.size(), 6u);
-  const char* fields[] = {"[bucket]",         "[config.block_m]", "[config.block_m]",
-                          "[config.block_z]", "[config.block_n]", "[bucket_version]"};
-  std::vector<std::string> sorted_rows = {"m999_n1_k1",      "m256_n256_k256",  "m512_n512_k512",
-                                          "m1024_n128_k128", "m2048_n128_k128", "m4096_n128_k128"};
+  ASSERT_EQ(skipped.size(), 8u);
+  const char* fields[] = {"[bucket]",         "[config.block_m]", "[config.block_m]", "[config.block_z]",
+                          "[config.block_n]", "[bucket_version]", "[median_ns]",      "[samples]"};
+  std::vector<std::string> sorted_rows = {"m999_n1_k1",      "m256_n256_k256",  "m512_n512_k512", "m1024_n128_k128",
+                                          "m2048_n128_k128", "m4096_n128_k128", "m128_n256_k128", "m256_n128_k128"};
   for (size_t i = 0; i < skipped.size(); ++i) {
     EXPECT_NE(skipped[i].find(sorted_rows[i]), std::string::npos) << skipped[i];
     EXPECT_NE(skipped[i].find(fields[i]), std::string::npos) << skipped[i];

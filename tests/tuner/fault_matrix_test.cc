@@ -15,6 +15,7 @@
 
 #include "store/store.h"
 #include "store/task_sink.h"
+#include "tests/common/claimants.h"
 #include "tests/common/scratch_dir.h"
 #include "tests/tuner/fault_kernel.h"
 #include "tests/tuner/fault_test_util.h"
@@ -98,7 +99,8 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
                                     {store::TaskPlan{planned_bucket, request.shapes[0], testing::kFaultConfigs}});
   ASSERT_TRUE(created) << created.error().ToString();
   const int64_t sweep_id = created->id;
-  auto task = db.tasks().LeaseNext();
+  // Leased by a runner that is then "killed" (its process gone), resumed by the next start.
+  auto task = db.tasks().LeaseNext(test::GoneClaimant());
   ASSERT_TRUE(task && *task) << "the sweep's task";
   store::TaskSink sink(db, **task);
 
@@ -186,8 +188,8 @@ TEST_P(FaultMatrix, SweepRecordsTheOutcomeAndNeverChoosesAFaultyConfig) {
   // Resume after a "crash" (the task was never finished): the daemon's start requeues it and
   // the runner leases it again. Nothing is measured again, bad configs included, and the
   // winner is the same.
-  ASSERT_TRUE(db.tasks().RequeueInterrupted());
-  auto resumed = db.tasks().LeaseNext();
+  ASSERT_EQ(*db.tasks().RequeueOrphans(), 1);
+  auto resumed = db.tasks().LeaseNext(test::LiveClaimant());
   ASSERT_TRUE(resumed && *resumed);
   EXPECT_EQ((*resumed)->id, (*task)->id);
   EXPECT_EQ((*resumed)->attempts, 2);
