@@ -90,6 +90,7 @@ fetch() {
     # --no-check: the files were verified against the lock's sha256 above.
     dpkg-source --no-check -x "$dl/$dsc" "$out/src/$src" >/dev/null
   done < <(packages)
+  rm -f "$out"/src/*.orig.tar.*  # dpkg-source's copies beside the folders
   python3 "$out/src/cpp-httplib/split.py" --out "$out/src/cpp-httplib/split" >/dev/null
 
   # The static libraries must match the headers blocktune's objects were compiled against.

@@ -9,7 +9,8 @@
 # blocktune.Client, a checked-in row served as blocktune.tables reads it from share/, a small
 # `sweep --local`, and the NumPy kernel's sweep through its Python runner (Debian's python3 and
 # python3-numpy as the shipped spec names them, and the venv's python3 with the wheel's
-# blocktune.runner). Also: the wheel's tags accept Python 3.11 and 3.12.
+# blocktune.runner). Also: pip takes the wheel for Python 3.11 and 3.12 (--python-version), and
+# it installs and runs under any python3.12 / python3.13 this machine has.
 # Usage: e2e_wheel.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 trap 'echo "FAIL: line $LINENO: $BASH_COMMAND" >&2' ERR
@@ -31,7 +32,9 @@ size=$(stat -c %s "$wheel")
 expected_version=$("$build/client/blocktune" --version)
 
 # A clean environment: no build or source path, no LD_LIBRARY_PATH, a home and cwd of its own.
-mkdir -p "$work/home" "$work/run"
+mkdir -p "$work/home" "$work/run" "$work/broken"
+echo '{"name": "broken", "parameters": [{"name": "x", "values": [1]}], "dims": [{"name": "n", "max": 64}],
+       "restrictions": ["x +* 2"]}' >"$work/broken/broken.json"
 cleanenv() { echo HOME="$work/home" LANG=C.UTF-8 PATH="$1:/usr/bin:/bin"; }
 clean() { env -i $(cleanenv "$1") "${@:2}"; }
 
@@ -46,6 +49,14 @@ check_install() {
   [[ $(clean "$bin" sh -c 'command -v blocktune') == "$bin/blocktune" ]]
   [[ $(clean "$bin" blocktune --version) == "$expected_version" ]] || {
     echo "FAIL: $label's blocktune --version differs from this build's:"; clean "$bin" blocktune --version; exit 1; }
+  # An exception thrown and caught inside the static program (muparser's syntax error; also
+  # CLI11's --help): the unwinder finds its frames (cmake/static_runtime_glibc.cc).
+  local refused
+  if refused=$(clean "$bin" blocktune --kernel-dir "$work/broken" kernels --json 2>&1); then
+    echo "FAIL: $label's blocktune accepted a broken spec"; exit 1
+  fi
+  grep -q "restriction 'x +\* 2': Unexpected operator" <<<"$refused" || { echo "FAIL: $refused"; exit 1; }
+  clean "$bin" blocktune --help | grep -q "Usage:"
   for b in blocktune blocktuned blocktune-worker; do
     for n in $(readelf -d "$bin/$b" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
       [[ $n =~ ^(libc|libm|libpthread|libdl|librt|ld-linux-x86-64|ld-linux-aarch64)\.so\.[0-9]+$ ]] || {
@@ -146,6 +157,16 @@ for v in 3.11 3.12; do
   [[ -f $work/py$v/blocktune/client.py ]]
 done
 echo "pip accepts the wheel for Python 3.11 and 3.12"
+# And installs it for real with any other CPython >= 3.11 on this machine (3.12 where there is one).
+for py in python3.12 python3.13; do
+  command -v "$py" >/dev/null && "$py" -c 'import venv, ensurepip' 2>/dev/null || continue
+  "$py" -m venv "$work/venv-$py"
+  "$work/venv-$py/bin/pip" install -q --no-index --disable-pip-version-check "$wheel"
+  clean "$work/venv-$py/bin" python3 -c 'import sys, blocktune; assert "/site-packages/blocktune/" in blocktune.__file__
+print(sys.version.split()[0], end=" ")'
+  [[ $(clean "$work/venv-$py/bin" blocktune --version) == "$expected_version" ]]
+  echo "installed and ran with $py"
+done
 
 # --- the tarball: unpacked anywhere, used in place ---------------------------------------------
 mkdir -p "$work/tar"
