@@ -53,6 +53,8 @@ pack=$build/package
 stage=$pack/stage
 rm -rf "$pack"/stage "$pack"/blocktune-*-linux-*
 cmake --install "$build" --prefix "$stage" >"$pack.install.log" 2>&1 || { cat "$pack.install.log" >&2; exit 1; }
+# (cmake --install keeps a file newer than the one it would copy: remove the dynamic programs.)
+rm "$stage"/bin/blocktune "$stage"/bin/blocktuned "$stage"/bin/blocktune-worker
 cmake --install "$build" --prefix "$stage" --component static_runtime --strip >>"$pack.install.log" 2>&1 \
   || { cat "$pack.install.log" >&2; exit 1; }
 
