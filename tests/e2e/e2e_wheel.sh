@@ -138,7 +138,7 @@ start=$(date +%s.%N)
 clean "$work/venv/bin" pip install -q --no-index --disable-pip-version-check "$wheel"
 echo "pip install --no-index: $(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)") s"
 for f in bin/blocktune bin/blocktuned bin/blocktune-worker share/blocktune/tables/json/matmul_tuned_block_sizes.json \
-         share/blocktune/examples/numpy_matmul/numpy_matmul.json share/blocktune/external/kernel-spec.schema.json \
+         share/blocktune/examples/numpy_matmul/numpy_matmul.json share/blocktune/schema/kernel-spec.schema.json \
          share/doc/blocktune/third-party/libmuparser-dev.copyright; do
   [[ -f $work/venv/$f ]] || { echo "FAIL: the wheel did not install $f"; exit 1; }
 done
