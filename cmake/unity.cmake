@@ -26,7 +26,7 @@ option(BLOCKTUNE_UNITY "Compile our libraries, executables and tests in unity ba
 set(BLOCKTUNE_UNITY_TARGETS
     # libraries and executables, bottom floor first (docs/design.md#floors)
     blocktune_isolation blocktune_store blocktune_external blocktune_import blocktune_codegen
-    blocktune_api blocktune_wire blocktune_server blocktuned blocktune
+    blocktune_api blocktune_wire blocktune_server blocktuned_main blocktune_cli
     # tests
     tuner_test store_test codegen_test server_test external_test http_test fault_matrix_test
     fault_worker_test)

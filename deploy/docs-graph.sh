@@ -30,7 +30,43 @@ set(GRAPHVIZ_IGNORE_TARGETS "^blocktune::" "^bare_server$" "^cpp_transpose_runne
     "^nlohmann_json::nlohmann_json$" "^CLI11::CLI11$")
 OPTS
 cmake -S "$src" -B "$work" -G Ninja -DBLOCKTUNE_BUILD_TESTS=OFF -DBLOCKTUNE_BUILD_BENCHMARKS=OFF \
-  --graphviz="$work/deps.dot" >"$work/configure.log"
+  -DBLOCKTUNE_STATIC_RUNTIME=OFF --graphviz="$work/deps.dot" >"$work/configure.log"
+# Drawn through, not as nodes: the blocktune_dep_* links to third-party libraries
+# (cmake/static_runtime.cmake) and the executables' OBJECT libraries (their sources). An edge
+# into one of them continues, with its style, to what the node links; to an ignored target, it ends.
+python3 - "$work/deps.dot" <<'PY'
+import re, sys
+path = sys.argv[1]
+lines = open(path).read().splitlines()
+node = re.compile(r'^\s*"(node\d+)" \[ label = "([^"\\]*)[^]]*shape = (\w+)')
+edge = re.compile(r'^\s*"(node\d+)" -> "(node\d+)"(.*)$')
+through = {m[1] for m in map(node.match, lines) if m and (m[2].startswith("blocktune_dep_") or m[3] == "hexagon")}
+out = {}
+for m in map(edge.match, lines):
+    if m:
+        out.setdefault(m[1], []).append((m[2], m[3]))
+def ends(n, attr, seen=()):
+    for to, _ in out.get(n, []):
+        if to in through and to not in seen:
+            yield from ends(to, attr, seen + (to,))
+        elif to not in through:
+            yield to, attr
+kept, drawn = [], set()
+for line in lines:
+    m, e = node.match(line), edge.match(line)
+    if m and m[1] in through:
+        continue
+    if e and (e[1] in through):
+        continue
+    if e and e[2] in through:
+        for to, attr in ends(e[2], e[3]):
+            if (e[1], to) not in drawn:
+                drawn.add((e[1], to))
+                kept.append(f'    "{e[1]}" -> "{to}"{attr}')
+        continue
+    kept.append(line)
+open(path, "w").write("\n".join(kept) + "\n")
+PY
 mkdir -p "$(dirname "$out")"
 # Dependencies below their users (the floors), libraries as boxes, executables as ovals.
 dot -Grankdir=TB -Granksep=0.6 -Gdpi=110 -Nfontname=Helvetica -Tpng "$work/deps.dot" -o "$out"

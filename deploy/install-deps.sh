@@ -26,6 +26,9 @@ packages=(
   nginx openssl     # deploy/nginx/blocktune.conf and its e2e test (TLS front, slow clients)
   slurm-wlm munge   # deploy/slurm/ and its test: a single-node Slurm cluster on 127.0.0.1
   libmuparser-dev   # restrictions of external kernel specs (kernels/external)
+  # The static runtime (cmake/static_runtime.cmake, the wheel's programs): static archives, and
+  # dpkg-source for the Debian source packages of the libraries that have none.
+  libssl-dev zlib1g-dev libbrotli-dev dpkg-dev xz-utils
   python3-numpy     # examples/numpy_matmul: the NumPy runner the external-kernel e2e test sweeps
   python3-venv      # deploy/python-env.sh: build/pyenv, the venv of the Python package's tests (python/)
 )
