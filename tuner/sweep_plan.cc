@@ -82,8 +82,8 @@ Result<std::vector<BucketPlan>> PlanSweep(const SweepRequest& request, const Ker
     }
     plan.evaluations = search::EvaluationBudget(request.strategy, request.budget, plan.valid.size());
     if (request.strategy == Strategy::kExhaustive || request.strategy == Strategy::kRandom) {
-      plan.planned =
-          search::PlanConfigs(plan.valid, default_config, request.strategy, request.budget, BucketSeed(request.seed, bucket));
+      plan.planned = search::PlanConfigs(plan.valid, default_config, request.strategy, request.budget,
+                                         BucketSeed(request.seed, bucket));
     }
     if (ShardsItems(request)) {
       // This shard's items: invalid configs are items 0..invalid-1, planned ones follow.

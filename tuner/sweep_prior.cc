@@ -50,7 +50,7 @@ Status LoadTransferPrior(SweepRun& run) {
 }
 
 search::SearchPrior TransferPrior::ForBucket(const KernelSpec& spec, const BucketPlan& plan,
-                                     std::vector<search::ProfileSimilarity>& similarity) const {
+                                             std::vector<search::ProfileSimilarity>& similarity) const {
   // A bucket's own earlier landscape is left out, as in simulate: the prior says what this
   // bucket should look like from its neighbours, not what an older kernel measured here.
   search::SearchPrior prior;

@@ -97,7 +97,7 @@ struct TransferPrior {
   void AddBucket(const KernelSpec& spec, const std::string& bucket, const std::vector<Measurement>& results);
   // The prior of one bucket's search; `similarity` gets the other profiles it drew on.
   search::SearchPrior ForBucket(const KernelSpec& spec, const BucketPlan& plan,
-                        std::vector<search::ProfileSimilarity>& similarity) const;
+                                std::vector<search::ProfileSimilarity>& similarity) const;
 
   std::map<std::string, std::pair<Problem, std::vector<std::pair<Config, double>>>> medians;
   std::map<std::string, search::PriorBucket> buckets;

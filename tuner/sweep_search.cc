@@ -101,7 +101,7 @@ Result<std::unique_ptr<search::SearchStrategy>> StartSearch(BucketRun& b, const 
   std::vector<search::ProfileSimilarity> similarity;
   if (UsesPrior(request.strategy)) prior = run.prior.ForBucket(spec, plan, similarity);
   auto search = search::MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
-                           BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
+                                   BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
   run.bd.search_s += SecondsSince(search_setup);
   if (UsesPrior(request.strategy)) {
     Result<std::vector<Config>> seeds;
