@@ -157,10 +157,18 @@ for v in 3.11 3.12; do
   [[ -f $work/py$v/blocktune/client.py ]]
 done
 echo "pip accepts the wheel for Python 3.11 and 3.12"
-# And installs it for real with any other CPython >= 3.11 on this machine (3.12 where there is one).
-for py in python3.12 python3.13; do
-  command -v "$py" >/dev/null && "$py" -c 'import venv, ensurepip' 2>/dev/null || continue
-  "$py" -m venv "$work/venv-$py"
+# And installs it for real with any other CPython >= 3.11 on this machine (3.12 where there is
+# one): in PATH, or a pyenv's (whose shims run only the versions it has activated).
+others=()
+for py in python3.12 python3.13 "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.1[23]*/bin/python3.1[23]; do
+  if [[ -x $(command -v "$py" 2>/dev/null) ]] && "$py" -c 'import venv, ensurepip' 2>/dev/null; then
+    others+=("$("$py" -c 'import sys; print(sys.executable)')")
+  fi
+done
+mapfile -t others < <(printf '%s\n' "${others[@]}" | sort -u | grep .)
+for py in "${others[@]}"; do
+  "$py" -m venv "$work/venv-$(basename "$py")"
+  py=$(basename "$py")
   "$work/venv-$py/bin/pip" install -q --no-index --disable-pip-version-check "$wheel"
   clean "$work/venv-$py/bin" python3 -c 'import sys, blocktune; assert "/site-packages/blocktune/" in blocktune.__file__
 print(sys.version.split()[0], end=" ")'
