@@ -9,10 +9,11 @@
 # blocktune::wire; six of kernels/bench/'s seven files), and 19 are exempt below.
 #   1. A file in folder a/b/c declares its names in blocktune::a, or blocktune::a::b, or
 #      blocktune::a::b::c: the folder path with / -> ::, where a subfolder may stop at a parent's
-#      namespace (kernels/matmul/ is blocktune::kernels, tuner/timing/ is blocktune::tuner: one
-#      library, files grouped by job) or name itself (tuner/isolation/ is
-#      blocktune::tuner::isolation, its own library; tuner/search/ is blocktune::tuner::search). Namespaces nested below it are the file's
-#      own business (blocktune::kernels::matmul_internal, blocktune::server::guards).
+#      namespace (kernels/matmul/ is blocktune::kernels: one library, files grouped by job) or
+#      name itself (tuner/isolation/ is blocktune::tuner::isolation, its own library;
+#      tuner/search/ and tuner/timing/ are blocktune::tuner::search and ::timing). Namespaces
+#      nested below it are the file's own business (blocktune::kernels::matmul_internal,
+#      blocktune::server::guards).
 #   2. A nested namespace may not name a folder the file is not in: blocktune::server::wire
 #      belongs in server/wire/, not server/ (the case that made this check).
 #   3. One folder, one namespace: every file of a folder stops at the same level, so a reader
