@@ -148,10 +148,17 @@ Result<LookupAnswer> Lookup(const KernelSpec& spec, const LookupIndex& index, co
   // Rows of another bucket scheme name buckets that no longer mean the same shapes: only this
   // version's rows are searched.
   const LookupIndex::KernelRows* group = index.RowsOf(spec.name(), spec.bucket_version());
-  const tables::ChainKeys chain = tables::ChainOf(query.hardware_key);
+  tables::ChainKeys chain = tables::ChainOf(query.hardware_key);
+  // The same levels as IndexView::PrepareSameArch: a four-part device key's architecture.
+  if (query.device_same_arch && tables::HasSameArchLevel(query.hardware_key)) {
+    chain.level[chain.size++] = tables::KeyPrefixAt(query.hardware_key, 3);
+  }
   auto tuned = [&](Answer& out) {
     if (group == nullptr) return false;
-    const tables::Resolution r = group->index.Resolve(query.hardware_key, dtype, a.bucket);
+    const auto view = group->index.view();
+    const tables::Resolution r = query.device_same_arch ? view.ResolveQuery(view.PrepareSameArch(query.hardware_key),
+                                                                            dtype, std::string_view(a.bucket))
+                                                        : group->index.Resolve(query.hardware_key, dtype, a.bucket);
     if (r.row == tables::kNoId) return false;
     FillFromRow(*group->rows[r.row].entry, a);
     a.source = tables::SourceOf(r);

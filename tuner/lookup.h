@@ -25,6 +25,11 @@ struct LookupQuery {
   NamedInts dims;
   std::string hardware_key;               // the key of the machine that will run the kernel
   std::optional<Config> explicit_config;  // the caller's own config; answered as `explicit`
+  // For a device key (gpu.<vendor>.<arch>.<model>): whether a row of another model of the same
+  // architecture may answer as tuned_fallback (gpu.nvidia.sm90.h100 for gpu.nvidia.sm90.h200).
+  // Off until `blocktune regret` has measured what it costs (docs/accelerators.md#fallback);
+  // never another architecture, vendor or kind.
+  bool device_same_arch = false;
 };
 
 // A pinned config (the daemon's overrides table).

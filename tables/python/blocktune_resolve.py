@@ -2,7 +2,8 @@
 """Bucketing and lookup precedence for blocktune's Python tables, as in blocktune/tables/resolve.h:
 tuned (exact hardware key) -> tuned_fallback (the same CPU model at another thread count, then
 another CPU model of the same vendor and ISA level; smallest key on ties) -> default. Rows of
-another ISA level or vendor are never borrowed."""
+another ISA level or vendor are never borrowed, and a device key (gpu.*, tpu.*) borrows nothing:
+another model's row of its architecture only with same_arch=True (off until measured by regret)."""
 
 
 def _round_dim(v, pow2, lo, hi):
@@ -32,10 +33,20 @@ def bucket_id(bucket_dims, dims):
     return bucket_name(bucket_dims, bucket_values(bucket_dims, dims))
 
 
-def fallback_chain(key):
-    """The key, the key less its last component, its first three components (arch.isa.vendor)."""
+def is_device_key(key):
+    """An accelerator's key (gpu.<vendor>.<arch>.<model>, tpu.<vendor>.<generation>)."""
+    return key[:3] in ("gpu", "tpu") and (len(key) == 3 or key[3] == ".")
+
+
+def fallback_chain(key, same_arch=False):
+    """The key, the key less its last component, its first three components (arch.isa.vendor).
+    A device key: the key alone, or with same_arch its first three (gpu.<vendor>.<arch>)."""
     parts = key.split(".")
     chain = [key]
+    if is_device_key(key):
+        if same_arch and len(parts) == 4 and parts[2] != "unknown":
+            chain.append(".".join(parts[:3]))
+        return chain
     if len(parts) >= 4:
         if len(parts) >= 5:
             chain.append(".".join(parts[:-1]))
@@ -53,13 +64,13 @@ def index(tuned):
     return idx
 
 
-def resolve(idx, hardware_key, dtype, bucket):
+def resolve(idx, hardware_key, dtype, bucket, same_arch=False):
     """(matched hardware key, source) for one bucket id: the precedence, written once."""
     keys = idx.get((dtype, bucket))
     if keys:
         if hardware_key in keys:
             return hardware_key, "tuned"
-        for prefix in fallback_chain(hardware_key)[1:]:
+        for prefix in fallback_chain(hardware_key, same_arch)[1:]:
             dotted = prefix + "."
             for hw in keys:
                 if hw == prefix or hw.startswith(dotted):
@@ -67,11 +78,11 @@ def resolve(idx, hardware_key, dtype, bucket):
     return None, "default"
 
 
-def infer(tuned, default, bucket_dims, hardware_key, dtype, dims, idx=None):
+def infer(tuned, default, bucket_dims, hardware_key, dtype, dims, idx=None, same_arch=False):
     """Returns (config dict, source, matched hardware key or None, bucket). Resolves from scratch;
     the generated modules answer through Table instead."""
     bucket = bucket_id(bucket_dims, dims)
-    hw, source = resolve(idx if idx is not None else index(tuned), hardware_key, dtype, bucket)
+    hw, source = resolve(idx if idx is not None else index(tuned), hardware_key, dtype, bucket, same_arch)
     if hw is None:
         return dict(default), source, None, bucket
     return dict(tuned[(hw, dtype, bucket)][0]), source, hw, bucket

@@ -25,15 +25,30 @@ namespace blocktune::tables {
 // Levels of a chain at most: the key, its CPU model, its vendor and ISA level.
 inline constexpr std::size_t kMaxChainLevels = 3;
 
+// Device keys (docs/accelerators.md): an accelerator's key is gpu.<vendor>.<arch>.<model> or
+// tpu.<vendor>.<generation>. Its chain is the key alone: a row of another model of the same
+// architecture (gpu.nvidia.sm90.h100 for gpu.nvidia.sm90.h200) serves only where a caller asks
+// for it explicitly (tuner::LookupQuery::device_same_arch, `blocktuned --device-fallback
+// same-arch`), off until `blocktune regret` has measured what it costs; another architecture,
+// vendor or kind never. A CPU key never reaches a device key's rows either: every level of its
+// chain starts with its CPU architecture.
+inline bool IsDeviceKey(std::string_view key) {
+  const auto kind = [&](const char* k) {
+    return key.size() >= 3 && key[0] == k[0] && key[1] == k[1] && key[2] == k[2] && (key.size() == 3 || key[3] == '.');
+  };
+  return kind("gpu") || kind("tpu");
+}
+
 struct ChainKeys {
   std::string_view level[kMaxChainLevels] = {};
   std::size_t size = 0;
 };
 
-// The key's fallback chain, most specific first (views into `key`).
+// The key's fallback chain, most specific first (views into `key`); a device key's is itself.
 inline ChainKeys ChainOf(std::string_view key) {
   ChainKeys c;
   c.level[c.size++] = key;
+  if (IsDeviceKey(key)) return c;
   std::size_t vendor_end = std::string_view::npos;  // the dot after the third component
   int dots = 0;
   for (std::size_t i = 0; i < key.size(); ++i) {

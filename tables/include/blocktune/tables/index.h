@@ -100,8 +100,18 @@ inline std::string_view KeyPrefixAt(std::string_view key, std::uint32_t depth) {
   return key;
 }
 
+// Whether a key has the same-architecture level IndexView::PrepareSameArch adds: a device key of
+// four components (gpu.<vendor>.<arch>.<model>) whose arch is not "unknown" (an imported device
+// blocktune has no architecture for is no architecture to share).
+inline bool HasSameArchLevel(std::string_view key) {
+  if (!IsDeviceKey(key) || KeyDepth(key) != 4) return false;
+  const std::size_t arch_at = KeyPrefixAt(key, 2).size() + 1;
+  return key.substr(arch_at, KeyPrefixAt(key, 3).size() - arch_at) != "unknown";
+}
+
 // The depths of a key's fallback levels (ChainOf): the key less its last component if that
-// still has more than three, then its first three; none for a key of three or fewer.
+// still has more than three, then its first three; none for a key of three or fewer (and none
+// for a device key: IndexView::Prepare checks IsDeviceKey before asking).
 struct ChainDepths {
   std::uint32_t depth[kMaxChainLevels - 1] = {};
   std::uint32_t size = 0;  // fallback levels (the chain has size + 1)
@@ -199,6 +209,7 @@ struct IndexView {
   Query Prepare(std::string_view key) const {
     Query q;
     q.key = NameId(key);
+    if (IsDeviceKey(key)) return q;  // a device key's chain is the key alone (hardware_key.h)
     if (q.key == kNoId) return PrepareLevels(key);
     const ChainDepths c = ChainDepthsOf(name_depth[q.key]);
     q.levels = c.size + 1;
@@ -214,6 +225,7 @@ struct IndexView {
   // component if that is below arch.isa.vendor, then arch.isa.vendor, each looked up by hash.
   Query PrepareLevels(std::string_view key) const {
     Query q;
+    if (IsDeviceKey(key)) return q;
     const KeyCuts cuts = CutsOf(key);
     const ChainDepths c = ChainDepthsOf(cuts.depth);
     q.levels = c.size + 1;
@@ -242,6 +254,21 @@ struct IndexView {
       if (c != nullptr && c->under != kNoId) return {c->under, q.level[i]};
     }
     return {kNoId, q.levels};
+  }
+
+  // Prepare, plus the architecture of a four-part device key (HasSameArchLevel) as its one
+  // fallback level: the explicit option under which another model's row of the same
+  // architecture serves (hardware_key.h IsDeviceKey). Other keys: Prepare.
+  Query PrepareSameArch(std::string_view key) const {
+    Query q = Prepare(key);
+    if (!HasSameArchLevel(key)) return q;
+    q.levels = 2;
+    if (const std::uint32_t id = NameId(KeyPrefixAt(key, 3)); id != kNoId) {
+      q.level[q.n] = 1;
+      q.name[q.n] = id;
+      ++q.n;
+    }
+    return q;
   }
 
   // Resolution for any key, given as a string (the daemon): the key is resolved against the
