@@ -61,6 +61,20 @@ ordered_json GateJson(const tuner::GateRecord& g) {
   return j;
 }
 
+ordered_json DeviceJson(const tuner::TunedEntry& e) {
+  if (e.device.empty()) return nullptr;
+  ordered_json d = ordered_json::parse(e.device, nullptr, /*allow_exceptions=*/false);
+  return d.is_object() ? d : ordered_json(nullptr);
+}
+
+std::string DeviceSummary(const tuner::TunedEntry& e) {
+  std::string text = DeviceJson(e).dump();
+  for (char& c : text) {
+    if (c < 0x20 || c > 0x7e) c = '?';
+  }
+  return text;
+}
+
 std::string GateSummary(const tuner::GateRecord& g) {
   char buf[160];
   std::snprintf(buf, sizeof buf, ": old %.0f ns, new %.0f ns, noise band %.1f%%, %lld interleaved reps, %s", g.old_ns,

@@ -35,5 +35,12 @@ ordered_json ConfigJson(const Config& c);
 ordered_json GateJson(const tuner::GateRecord& g);
 // One line for comments: what the gate decided and both timings.
 std::string GateSummary(const tuner::GateRecord& g);
+// A row's device identity (TunedEntry::device) as an object; null for none (or text that is not
+// one, which the store never writes).
+ordered_json DeviceJson(const tuner::TunedEntry& e);
+// One line for comments: the device a row was measured on, its identity as provenance (the key
+// says only kind, vendor, arch and model). Printable ASCII only: the identity's text comes from a
+// runner, and a comment must not end early.
+std::string DeviceSummary(const tuner::TunedEntry& e);
 
 }  // namespace blocktune::codegen

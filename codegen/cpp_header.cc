@@ -189,6 +189,7 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
   o << "inline constexpr std::array<Row, " << rows.size() << "> kRows{{\n";
   for (const auto& e : rows) {
     if (e.gate) o << "    // " << GateSummary(*e.gate) << "\n";
+    if (!e.device.empty()) o << "    // device: " << DeviceSummary(e) << "\n";
     o << "    {" << CppString(e.hardware_key) << ", " << CppString(DTypeName(e.dtype)) << ", " << CppString(e.bucket)
       << ", " << ConfigValues(spec, e.config) << ", " << Num(e.median_ns) << ", " << e.samples << ", " << e.sweep_id
       << ", " << e.measurement_id << ", " << CppString(e.fingerprint) << "},\n";

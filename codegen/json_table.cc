@@ -42,6 +42,7 @@ std::string GenerateJson(const KernelSpec& spec, const std::vector<tuner::TunedE
                         {"measurement_id", e.measurement_id},
                         {"fingerprint", e.fingerprint.empty() ? ordered_json(nullptr) : ordered_json(e.fingerprint)}});
     if (e.gate) out_rows.back()["gate"] = GateJson(*e.gate);
+    if (auto d = DeviceJson(e); !d.is_null()) out_rows.back()["device"] = d;
   }
   j["rows"] = out_rows;
   return j.dump(2) + "\n";

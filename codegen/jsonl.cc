@@ -75,6 +75,7 @@ std::string ExportJsonl(std::vector<tuner::TunedEntry> entries) {
     j["measured_at"] = e.measured_at;
     j["fingerprint"] = e.fingerprint.empty() ? ordered_json(nullptr) : ordered_json(e.fingerprint);
     if (e.gate) j["gate"] = GateJson(*e.gate);
+    if (auto d = DeviceJson(e); !d.is_null()) j["device"] = d;
     out += j.dump();
     out += '\n';
   }
@@ -144,6 +145,10 @@ Result<std::vector<tuner::TunedEntry>> ParseJsonl(std::string_view text) {
         return InvalidArgument(where + ": 'fingerprint' must be null or a lowercase hex string", "fingerprint");
       }
       e.fingerprint = fp->get<std::string>();
+    }
+    if (auto dev = j.find("device"); dev != j.end() && !dev->is_null()) {
+      if (!dev->is_object()) return InvalidArgument(where + ": 'device' must be null or an object", "device");
+      e.device = dev->dump();
     }
     if (auto g = j.find("gate"); g != j.end()) {
       auto gate = ParseGateJson(*g, where);

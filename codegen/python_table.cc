@@ -41,6 +41,7 @@ std::string GeneratePython(const KernelSpec& spec, const std::vector<tuner::Tune
        "None if unknown)\nTUNED = {\n";
   for (const auto& e : rows) {
     if (e.gate) o << "    # " << GateSummary(*e.gate) << "\n";
+    if (!e.device.empty()) o << "    # device: " << DeviceSummary(e) << "\n";
     o << "    (\"" << e.hardware_key << "\", \"" << DTypeName(e.dtype) << "\", \"" << e.bucket << "\"): ({";
     for (size_t i = 0; i < spec.params().size(); ++i) {
       o << (i ? ", " : "") << "\"" << spec.params()[i].name

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "external/device.h"
 #include "external/runner_guard.h"
 #include "tuner/timing/timing.h"
 
@@ -59,6 +60,12 @@ class RunnerProcess {
   bool running() const { return pid_ > 0; }
   bool fresh() const { return fresh_; }
   const std::string& log() const { return log_; }
+
+  // The device this process measures on (docs/accelerators.md): what its device line said, if
+  // it wrote one before its first answer. `answered` is set once an answer arrived.
+  bool answered = false;
+  bool announced = false;
+  tuner::DeviceIdentity device;
 
   // fork + exec of the runner behind a guard (runner_guard.h): stdin a pipe, stdout and stderr
   // one log pipe, fd 3 the answer pipe; it inherits this process's limits (RLIMIT_AS, core 0).
@@ -103,6 +110,9 @@ class RunnerProcess {
     fcntl(result_fd_, F_SETFL, O_NONBLOCK);
     fresh_ = true;
     buffer_.clear();
+    answered = false;
+    announced = false;
+    device = {};
     return {};
   }
 
@@ -325,6 +335,17 @@ json RequestLine(const tuner::EvalRequest& r, const Config& config, int repetiti
               {"threads", r.threads}};
 }
 
+// The host CPU's key for a request (a runner that announced no device, or a CPU): at the
+// request's thread count and ISA level, as the sweep's own key is.
+std::string HostKeyFor(const tuner::EvalRequest& r) {
+  tables::HostCpu cpu = HostHardware().cpu;
+  if (!r.isa.empty()) cpu.isa = r.isa;
+  return tables::HardwareKey(cpu, r.threads);
+}
+
+// A device line: {"device": {...}} and nothing else.
+bool IsDeviceLine(const json& body) { return body.is_object() && body.size() == 1 && body.contains("device"); }
+
 // What one answer says the runner spent: the wall of its timed repetitions and everything else
 // it did for the request (build, inputs, warm-up, check, calibration), in seconds; -1 = not
 // reported (a runner older than these fields).
@@ -499,11 +520,49 @@ class Runners final : public tuner::RunnerMeasurer {
     // A runner that exits before reading is reported by Receive (fd 3 closes).
     proc.Send(line, /*close_after=*/!spec.persistent);
     Answer a = proc.Receive(deadline, timeout_s);
+    if (a.ok && IsDeviceLine(a.body)) {
+      // The device line, allowed once and only before the first answer. An identity that
+      // makes no key is refused with the field it is about; the sweep fails on device_error.
+      if (proc.answered || proc.announced) {
+        m.outcome = Outcome::kWorkerLost;
+        m.detail = std::string("runner protocol error: a device line ") +
+                   (proc.announced ? "came twice" : "came after the first answer") + proc.LogSuffix();
+        m.device_error = m.detail;
+        proc.Kill();
+        return false;
+      }
+      auto id = ParseDeviceIdentity(a.body["device"].dump(-1, ' ', false, json::error_handler_t::replace));
+      if (!id) {
+        m.outcome = Outcome::kWorkerLost;
+        m.device_error = "the runner's device line is invalid: " + id.error().path + ": " + id.error().message;
+        m.detail = "runner protocol error: " + m.device_error + proc.LogSuffix();
+        proc.Kill();
+        return false;
+      }
+      proc.announced = true;
+      proc.device = std::move(*id);
+      a = proc.Receive(deadline, timeout_s);
+    }
+    // Which device answered (or announced itself before failing): the sweep stores the
+    // measurement only if that is the sweep's device (server/service_device.cc). A CPU announced
+    // as such is the host, as no line is.
+    m.device_key.clear();
+    m.device.clear();
+    if (a.ok || proc.announced) {
+      m.device_key = HostKeyFor(request);
+      if (proc.announced) {
+        if (proc.device.kind != "cpu") {
+          if (auto key = tuner::DeviceKey(proc.device, request.threads)) m.device_key = *key;
+        }
+        m.device = DeviceIdentityJson(proc.device);
+      }
+    }
     if (!a.ok) {
       m.outcome = a.failure;
       m.detail = a.detail;
       return false;
     }
+    proc.answered = true;
     Spent spent;
     const bool measured = Interpret(a.body, m, spent);
     // A runner that does not report timed_ms is credited with the sum of its times (per-call

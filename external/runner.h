@@ -15,6 +15,12 @@
 //   the runner exits or is killed before answering        crashed (exit status or signal)
 //   anything else on fd 3 (not JSON, wrong fields, > 1 MiB) worker_lost ("runner protocol error")
 //   no answer within the timeout                          timeout (the runner is SIGKILLed)
+// Before its first answer a runner may write one device line on fd 3, {"device": {"kind",
+// "vendor", "model", "arch", "memory_bytes", "driver", "runtime", "platform"}} (external/device.h,
+// docs/accelerators.md): every answer of that process then carries the device's key
+// (Measurement::device_key, gpu.nvidia.sm90.h200), which the sweep files under; no line (or kind
+// cpu) is the host CPU's key. An invalid identity, a second line or one after an answer is a
+// protocol error that also sets Measurement::device_error, which fails the sweep.
 // A runner that failed a config in any way but invalid / compile_failed / wrong_result is
 // replaced before the next config. runner.persistent (default true) keeps one process for many
 // configs; false starts one per config and closes its stdin after the one request line.

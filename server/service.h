@@ -168,6 +168,12 @@ class Service {
   std::string ClaimLost(int64_t sweep_id);
   void StorageFailed(const std::string& source, const Error& e, int64_t sweep_id = 0);
   void StorageOk(const std::string& source);
+  // The key an external kernel's sweep is filed under: the device its runner announces, asked
+  // once per task before anything is measured (service_device.cc); sets hw.device_key for an
+  // accelerator. Errors (path "device"): an invalid identity, a device other than the one the
+  // sweep is filed under.
+  Result<std::string> SettleDevice(const store::SweepRecord& sweep, const KernelSpec& spec,
+                                   const tuner::SweepRequest& request, HardwareProfile& hw);
   std::shared_ptr<const tuner::LookupIndex> Index() const;
 
   std::unique_ptr<store::Store> store_;

@@ -159,6 +159,20 @@ bool Service::RunTask(const store::TaskRecord& task) {
                task.attempts);
   current_sweep_ = task.sweep_id;
   cancel_current_ = false;
+  // An external kernel's runner names the device it measures on: the sweep is filed under that
+  // device's key, and fails (with its unfinished tasks) if the device changes.
+  const auto fail_sweep = [&](const Error& e) {
+    current_sweep_ = 0;
+    spdlog::error("sweep failed on its device sweep={} task={} error=\"{}\"", task.sweep_id, task.id, e.message);
+    (void)store_->devices().Fail(task.sweep_id, e.ToString());
+    return true;
+  };
+  if (auto device = SettleDevice(*sweep, *spec, request, hw); !device) {
+    if (device.error().path == "device") return fail_sweep(device.error());
+    current_sweep_ = 0;
+    (void)store_->tasks().Finish(task.id, store::SweepStatus::kFailed, device.error().ToString(), self_.id);
+    return true;
+  }
   // The decision round also faces what a lookup serves this host now (the checked-in table
   // under the database's rows, any fallback level, an override): a new row must beat it.
   const std::string hw_key = hw.Key();
@@ -201,6 +215,7 @@ bool Service::RunTask(const store::TaskRecord& task) {
   store::TaskSink sink(
       *store_, task, [this] { return cancel_current_.load() || stop_now_.load(); }, served, seeds);
   sink.set_owner(self_.id);
+  sink.ExpectDevice(hw.Key());
   auto winners = tuner::RunSweep(request, task.sweep_id, *spec, hw, sink, options_.sweep);
   current_sweep_ = 0;
   if (stop_now_) {
@@ -222,6 +237,7 @@ bool Service::RunTask(const store::TaskRecord& task) {
     StorageFailed("runner", e, task.sweep_id);
     return false;
   };
+  if (!winners && winners.error().path == "device") return fail_sweep(winners.error());
   if (!winners) {
     if (sink.store_error() && IsStorageFault(*sink.store_error())) return stall(*sink.store_error());
     spdlog::error("task failed sweep={} task={} error=\"{}\"", task.sweep_id, task.id, winners.error().ToString());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "store/migrations.h"
+#include "tuner/device_models.h"
 
 namespace blocktune::store {
 namespace {
@@ -144,6 +145,12 @@ Status Migrate(Connection& conn, int target_version) {
                          std::to_string(latest) + "); upgrade blocktune, the database was not modified");
   }
   if (h->version >= target_version) return {};
+  // Migration 0016 rewrites the keys imports wrote before device keys with the C++ mapping.
+  if (auto s = conn.DefineTextFunction("blocktune_legacy_device_key",
+                                       [](std::string_view key) { return tuner::LegacyDeviceKey(key); });
+      !s) {
+    return s;
+  }
   // SQLite's procedure for schema changes it cannot ALTER (lang_altertable.html#otheralter):
   // foreign keys off while a migration rebuilds a table others reference (they can only be
   // switched outside a transaction), foreign_key_check before its COMMIT, on again after.

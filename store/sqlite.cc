@@ -88,6 +88,22 @@ Connection::~Connection() {
   if (db_ != nullptr) sqlite3_close(db_);
 }
 
+Status Connection::DefineTextFunction(const char* name, TextFunction fn) {
+  const auto call = [](sqlite3_context* ctx, int, sqlite3_value** args) {
+    const auto f = reinterpret_cast<TextFunction>(sqlite3_user_data(ctx));
+    if (sqlite3_value_type(args[0]) == SQLITE_NULL) return sqlite3_result_null(ctx);
+    const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(args[0]));
+    const auto out =
+        f(std::string_view(text != nullptr ? text : "", static_cast<size_t>(sqlite3_value_bytes(args[0]))));
+    if (!out) return sqlite3_result_null(ctx);
+    sqlite3_result_text(ctx, out->data(), static_cast<int>(out->size()), SQLITE_TRANSIENT);
+  };
+  const int rc = sqlite3_create_function_v2(db_, name, 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                            reinterpret_cast<void*>(fn), +call, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) return Internal(std::string("defining SQL function ") + name + ": " + sqlite3_errstr(rc));
+  return {};
+}
+
 Status Connection::Exec(std::string_view sql) {
   char* err = nullptr;
   const std::string text(sql);

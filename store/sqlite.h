@@ -39,6 +39,10 @@ class Connection {
   int64_t LastInsertId() const;
   // Rows changed by the last INSERT, UPDATE or DELETE.
   int64_t Changes() const;
+  // Defines an SQL function of one text argument on this connection (deterministic): NULL in,
+  // or nullopt out, is NULL. Migrations use it for what SQL cannot say (migrate.cc).
+  using TextFunction = std::optional<std::string> (*)(std::string_view);
+  Status DefineTextFunction(const char* name, TextFunction fn);
   std::string ErrorMessage() const;
   sqlite3* raw() const { return db_; }
 

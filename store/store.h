@@ -15,6 +15,7 @@
 #include "kernels/core/result.h"
 #include "store/database.h"
 #include "store/decisions_table.h"
+#include "store/devices_table.h"
 #include "store/executors_table.h"
 #include "store/hardware_table.h"
 #include "store/maintenance.h"
@@ -43,6 +44,7 @@ class Store {
   ExecutorsTable& executors() { return executors_; }
   MeasurementsTable& measurements() { return measurements_; }
   DecisionsTable& decisions() { return decisions_; }
+  DevicesTable& devices() { return devices_; }
   TunedTable& tuned() { return tuned_; }
   OverridesTable& overrides() { return overrides_; }
   MissesTable& misses() { return misses_; }
@@ -59,6 +61,7 @@ class Store {
   ExecutorsTable executors_{db_};
   MeasurementsTable measurements_{db_};
   DecisionsTable decisions_{db_};
+  DevicesTable devices_{db_};
   TunedTable tuned_{db_};
   OverridesTable overrides_{db_};
   MissesTable misses_{db_};

@@ -39,7 +39,7 @@ const std::string& SweepColumns() {
     // Then the owner (migration 0015) and its executor row, if any (ReadExecutor's order).
     return s +
            ", COALESCE(s.owner, ''), x.id IS NOT NULL, x.id, x.kind, x.host, x.boot_id, x.pid, x.pid_start, "
-           "x.started_at, x.expires_ms FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id "
+           "x.started_at, x.expires_ms, s.device FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id "
            "LEFT JOIN sweep_breakdowns b ON b.sweep_id = s.id LEFT JOIN executors x ON x.id = s.owner ";
   }();
   return sql;
@@ -187,6 +187,7 @@ Result<SweepRecord> ReadSweep(const Statement& st) {
   const int owner_column = kFirstPhaseColumn + static_cast<int>(std::size(tuner::kEvalPhases));
   r.owner = st.Text(owner_column);
   if (st.Int(owner_column + 1) != 0) r.executor = ReadExecutor(st, owner_column + 2);
+  r.device = st.Text(owner_column + 10);  // migration 0016, after the executor's 8 columns
   return r;
 }
 

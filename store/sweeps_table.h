@@ -59,6 +59,9 @@ struct SweepRecord {
   // row while it has one.
   std::string owner;
   std::optional<ExecutorRecord> executor;
+  // The device its runner announced, as external::DeviceIdentityJson wrote it (migration 0016):
+  // provenance of a sweep filed under a device key; '' if none was announced.
+  std::string device;
 };
 
 struct CreatedSweep {

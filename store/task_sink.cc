@@ -7,7 +7,24 @@ Result<std::vector<tuner::Measurement>> TaskSink::Existing(const std::string& bu
   return Note(store_.measurements().ListBucket(task_.sweep_id, bucket));
 }
 
+Status TaskSink::CheckDevice(const tuner::Measurement& m) const {
+  if (!m.device_error.empty()) {
+    return MakeError(ErrorCode::kFailedPrecondition,
+                     "sweep " + std::to_string(task_.sweep_id) + ": " + m.device_error + "; nothing of it was stored",
+                     "device");
+  }
+  if (device_key_.empty() || m.device_key.empty() || m.device_key == device_key_) return {};
+  return MakeError(ErrorCode::kFailedPrecondition,
+                   "sweep " + std::to_string(task_.sweep_id) + " is filed under " + device_key_ +
+                       ", but the runner answered from " + m.device_key +
+                       (m.device.empty() ? std::string(" (no device line)") : " (" + m.device + ")") +
+                       ": the device changed within the sweep (a runner restarted on another device?); that "
+                       "measurement was not stored and the sweep fails",
+                   "device");
+}
+
 Status TaskSink::Record(tuner::Measurement& m, int64_t /*done*/, int64_t total) {
+  if (auto s = CheckDevice(m); !s) return s;
   return Note(store_.measurements().Record(m, task_.id, total, owner_));
 }
 
@@ -20,7 +37,12 @@ Status TaskSink::RecordEnvironment(const tuner::timing::SweepEnvironment& enviro
   return Note(store_.sweeps().SetEnvironment(task_.sweep_id, environment));
 }
 
-Status TaskSink::RecordFinalRound(const tuner::FinalRound& round) { return Note(store_.decisions().Record(round)); }
+Status TaskSink::RecordFinalRound(const tuner::FinalRound& round) {
+  for (const tuner::Measurement& m : round.candidates) {
+    if (auto s = CheckDevice(m); !s) return s;
+  }
+  return Note(store_.decisions().Record(round));
+}
 
 Status TaskSink::RecordBreakdown(const tuner::SweepBreakdown& breakdown) {
   return Note(store_.sweeps().AddBreakdown(task_.sweep_id, breakdown));

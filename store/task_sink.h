@@ -37,6 +37,10 @@ class TaskSink : public tuner::SweepSink {
   // The first error a store call of this sink returned (the engine stops at it): a storage
   // fault (disk full, I/O) the runner waits out, or a lost claim, rather than a failed task.
   const std::optional<Error>& store_error() const { return store_error_; }
+  // The hardware key the sweep is filed under (server/service_device.cc): a measurement a
+  // runner answered from another device, or with an invalid device line, is refused (an error
+  // with path "device", which fails the sweep) instead of stored. Unset: nothing is checked.
+  void ExpectDevice(std::string hardware_key) { device_key_ = std::move(hardware_key); }
 
   Result<std::vector<tuner::Measurement>> Existing(const std::string& bucket) override;
   // Commits the measurement and the engine's planned total for the task (`done` is implied
@@ -76,6 +80,8 @@ class TaskSink : public tuner::SweepSink {
   std::function<bool()> cancelled_;
   ServedFn served_;
   SeedsFn seeds_;
+  std::string device_key_;
+  Status CheckDevice(const tuner::Measurement& m) const;
 };
 
 }  // namespace blocktune::store

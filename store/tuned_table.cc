@@ -15,7 +15,8 @@ constexpr char kUpsertTunedSql[] =
     "fingerprint = excluded.fingerprint";
 constexpr char kTunedColumns[] =
     "SELECT kernel, hardware_key, dtype, bucket, bucket_version, config, median_ns, samples, sweep_id, "
-    "measurement_id, measured_at, COALESCE(fingerprint, '') FROM tuned_entries ";
+    "measurement_id, measured_at, COALESCE(fingerprint, ''), "
+    "COALESCE((SELECT s.device FROM sweeps s WHERE s.id = tuned_entries.sweep_id), '') FROM tuned_entries ";
 constexpr char kSelectTunedSql[] = "WHERE (? = '' OR kernel = ?) ORDER BY kernel, hardware_key, dtype, bucket";
 constexpr char kSelectTunedOneSql[] = "WHERE kernel = ? AND hardware_key = ? AND dtype = ? AND bucket = ?";
 
@@ -36,6 +37,7 @@ Result<tuner::TunedEntry> ReadTunedEntry(const Statement& st) {
   e.measurement_id = st.Int(9);
   e.measured_at = st.Text(10);
   e.fingerprint = st.Text(11);
+  e.device = st.Text(12);
   return e;
 }
 

@@ -1,6 +1,6 @@
 // GPU models whose architecture blocktune knows, for devices named without one: other tuners'
 // files (a Kernel Tuner cache says "NVIDIA A100-PCIE-40GB", nothing more) and keys stored before
-// device keys existed (cuda.nvidia.a100_pcie_40gb, which migration 0015 rewrites).
+// device keys existed (cuda.nvidia.a100_pcie_40gb, which migration 0016 rewrites).
 #pragma once
 
 #include <optional>

@@ -58,6 +58,15 @@ struct Measurement {
   // The kernel's fingerprint in the build that measured it (KernelFingerprint); empty for
   // measurements stored before fingerprints existed (unknown).
   std::string fingerprint;
+  // The device an external kernel's runner answered from (docs/accelerators.md), not stored
+  // per measurement: the sweep checks it and keeps the identity once. `device_key` is the key
+  // its device line makes (the host CPU's key when it announced none), `device` the identity
+  // as external::DeviceIdentityJson writes it (empty when none was announced); both empty when
+  // no runner answered (a built-in kernel, a runner that died first). `device_error` says why
+  // a device line was refused: a measurement that carries one fails its sweep, unstored.
+  std::string device_key;
+  std::string device;
+  std::string device_error;
 };
 
 // What the regression gate of `tables generate --db` decided when a database row would replace
@@ -90,6 +99,10 @@ struct TunedEntry {
   std::string fingerprint;
   // Set when the regression gate decided this row (tables/tuned_entries.jsonl only).
   std::optional<GateRecord> gate;
+  // The device its sweep measured on, as the sweep keeps it (store/devices_table.h: the
+  // identity's JSON object, migration 0016); empty for a CPU row. Provenance only: generated
+  // tables carry it in comments (C++, Python) and a field (JSON, tuned_entries.jsonl).
+  std::string device;
 };
 
 // Search strategies (tuner/search): two that plan a static list and four model-guided ones that

@@ -98,12 +98,24 @@ void AddSweepSchemas(Json& s) {
   }
   s["Breakdown"] =
       Object(breakdown, "where the sweep's wall time went, by disjoint phase (docs/tuning.md, Sweep efficiency)");
+  s["DeviceIdentity"] = Object({{"kind", Str("gpu, tpu or cpu")},
+                                {"vendor", Str()},
+                                {"model", Str("as the runner's framework reports it")},
+                                {"arch", Str("sm90, gfx90a, v5e, ...")},
+                                {"memory_bytes", Int("0 if unknown")},
+                                {"driver", Str()},
+                                {"runtime", Str("the framework's and its runtime's versions")},
+                                {"platform", Str("the framework: jax, torch, cupy, ...")}},
+                               "the device an external kernel's runner announced, kept as the sweep's provenance "
+                               "(docs/accelerators.md); null when it announced none");
   s["Sweep"] = Extend(stored,
                       {{"id", Int()},
                        {"status", Ref("SweepStatus")},
                        {"progress", Ref("Progress")},
                        {"eta_seconds", Nullable(Num("seconds left; null when unknown")), false},
-                       {"hardware", Str("hardware key the sweep measures on")},
+                       {"hardware", Str("hardware key the sweep measures on: the host CPU's, or the device "
+                                        "its external kernel's runner announced (docs/accelerators.md)")},
+                       {"device", Nullable(Ref("DeviceIdentity")), false},
                        {"error", Str("why it failed; empty otherwise")},
                        {"created_at", Str()},
                        {"started_at", Str("empty until started")},
@@ -308,8 +320,12 @@ Json EncodeSweep(const store::SweepRecord& s, const store::SweepProgress* progre
     j["eta_seconds"] = eta_seconds >= 0 ? Json(eta_seconds) : Json(nullptr);
   }
   j["hardware"] = s.hardware_key;
-  // The level the sweep runs at, requested or the daemon's own: the one its key names.
-  j["isa"] = std::string(tables::KeyIsa(s.hardware_key));
+  // The level the sweep runs at, requested or the daemon's own: the one its key names (a
+  // device key names none).
+  j["isa"] = tables::IsDeviceKey(s.hardware_key) ? std::string() : std::string(tables::KeyIsa(s.hardware_key));
+  // The identity as the store keeps it (always an object it wrote); null for none.
+  const Json device = s.device.empty() ? Json() : Json::parse(s.device, nullptr, false);
+  j["device"] = device.is_object() ? device : Json(nullptr);
   j["error"] = s.error;
   j["created_at"] = s.created_at;
   j["started_at"] = s.started_at;

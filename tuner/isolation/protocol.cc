@@ -132,6 +132,10 @@ std::string EncodeResponse(const WorkerResponse& r) {
         {"max_abs_err", m.max_abs_err},
         {"max_rel_err", m.max_rel_err},
     });
+    // An external kernel's device (measurement.h); absent for built-in kernels.
+    if (!m.device_key.empty()) results.back()["device_key"] = m.device_key;
+    if (!m.device.empty()) results.back()["device"] = m.device;
+    if (!m.device_error.empty()) results.back()["device_error"] = m.device_error;
   }
   Json j = {{"v", kProtocolVersion}, {"results", std::move(results)}};
   if (!r.error.empty()) j["error"] = r.error;
@@ -185,6 +189,9 @@ Result<WorkerResponse> DecodeResponse(std::string_view payload) {
     m.cv = NumberOr(e, "cv");
     m.max_abs_err = NumberOr(e, "max_abs_err");
     m.max_rel_err = NumberOr(e, "max_rel_err");
+    m.device_key = e.value("device_key", std::string());
+    m.device = e.value("device", std::string());
+    m.device_error = e.value("device_error", std::string());
     r.results.push_back(std::move(m));
   }
   return r;

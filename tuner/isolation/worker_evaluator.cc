@@ -39,6 +39,9 @@ void CopyVerdict(const Measurement& from, Measurement& to) {
   to.cv = from.cv;
   to.max_abs_err = from.max_abs_err;
   to.max_rel_err = from.max_rel_err;
+  to.device_key = from.device_key;
+  to.device = from.device;
+  to.device_error = from.device_error;
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# End to end with a device key (docs/accelerators.md): the fake-device runner
+# (tests/data/fake_device/) times a Python loop on this CPU and announces an NVIDIA H200 on the
+# runner protocol's device line. Swept through the daemon, its sweep is filed under
+# gpu.nvidia.sm90.h200 with the identity as provenance; the daemon, the generated C++ header,
+# the Python table and the JSON table answer its rows for that key and never for this host's
+# CPU key, nor does a CPU lookup fall back into them. An invalid identity and a runner whose
+# restart lands on another device each fail their sweep with a clear error, nothing stored
+# under a device key that was not measured.
+# Usage: e2e_device.sh BUILD_DIR SOURCE_DIR CXX
+set -euo pipefail
+build=$1
+src=$2
+cxx=${3:-c++}
+source "$(dirname "$0")/lib.sh"
+
+key=gpu.nvidia.sm90.h200
+kdir=(--kernel-dir "$src/tests/data/fake_device")
+cli=("$build/client/blocktune" "${kdir[@]}")
+mkdir -p "$work/db"
+# The runner imports blocktune from the source tree (python/src) when it is not installed.
+unset BLOCKTUNE_FAKE_DEVICE BLOCKTUNE_FAKE_DEVICE_ROTATE BLOCKTUNE_FAKE_EXIT_AFTER
+StartDaemon --min-repetition-ms 1 --repetitions 3 --max-cv 1000 --log-level warn "${kdir[@]}"
+auth=(--server "$url" --token-file "$work/db/token")
+
+# --- Filed under the device's key ----------------------------------------------------------
+"$build/client/blocktune" sweep fake_device_kernel "${auth[@]}" --strategy exhaustive \
+  --shape n=4096 --shape n=16384 --json >"$work/sweep.json"
+id=$(python3 -c "import json; print(json.load(open('$work/sweep.json'))['id'])")
+"$build/client/blocktune" sweeps show "$id" --server "$url" --json >"$work/show.json"
+python3 - "$work/show.json" "$key" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["status"] == "done", s
+assert s["hardware"] == sys.argv[2], s["hardware"]
+assert s["device"]["model"] == "NVIDIA H200" and s["device"]["arch"] == "sm90", s["device"]
+assert s["device"]["memory_bytes"] == 150754820096 and s["device"]["platform"] == "fake", s["device"]
+assert s["isa"] == "", s["isa"]
+PY
+host=$(curl -fsS "$url/v1/hardware/host?threads=1" | python3 -c "import json,sys; print(json.load(sys.stdin)['key'])")
+echo "sweep $id filed under $key; this host is $host"
+curl -fsS "$url/v1/lookup?kernel=fake_device_kernel&n=4096&hardware=$key" >"$work/dev.json"
+grep -q '"source":"tuned"' "$work/dev.json" && grep -q "\"hardware\":\"$key\"" "$work/dev.json" || { cat "$work/dev.json"; exit 1; }
+# The host's own key (a lookup without a key is one) never gets the device's rows.
+for q in "hardware=$host" "threads=1"; do
+  curl -fsS "$url/v1/lookup?kernel=fake_device_kernel&n=4096&$q" >"$work/cpu.json"
+  grep -q '"source":"default"' "$work/cpu.json" || { cat "$work/cpu.json"; exit 1; }
+done
+# Another model of the same architecture: not without the option (off until measured).
+curl -fsS "$url/v1/lookup?kernel=fake_device_kernel&n=4096&hardware=gpu.nvidia.sm90.h100" | grep -q '"source":"default"'
+
+# --- The generated tables: the device's key only ---------------------------------------------
+"${cli[@]}" tables generate --db "$work/db/blocktune.db" --out "$work/tables" >/dev/null
+header="$work/tables/include/blocktune/tables/fake_device_kernel_tuned_block_sizes.h"
+grep -q "$key" "$header"
+grep -q "NVIDIA H200" "$header" || { echo "the header names no device identity"; grep -n "$key" "$header"; exit 1; }
+cat >"$work/app.cc" <<CC
+#include "fake_device_kernel_tuned_block_sizes.h"
+#include <cstdio>
+int main() {
+  namespace t = blocktune::tables;
+  auto dev = t::fake_device_kernel::LookupBlockSizes("$key", "f32", 4096);
+  auto cpu = t::fake_device_kernel::LookupBlockSizes("$host", "f32", 4096);
+  auto other = t::fake_device_kernel::LookupBlockSizes("gpu.nvidia.sm90.h100", "f32", 4096);
+  if (dev.source != t::Source::kTuned || cpu.source != t::Source::kDefault || other.source != t::Source::kDefault) return 2;
+  std::printf("%lld\n", (long long)dev.config.block);
+  return 0;
+}
+CC
+"$cxx" -std=c++17 -O1 -I "$work/tables/include/blocktune/tables" "$work/app.cc" -o "$work/app"
+app_block=$("$work/app")
+http_block=$(python3 -c "import json; print(json.load(open('$work/dev.json'))['config']['block'])")
+py_block=$(cd "$work/tables/python" && python3 -c "
+import fake_device_kernel_tuned_block_sizes as t
+c, source, hw, bucket = t.infer_block_sizes('$key', 'f32', n=4096)
+assert source == 'tuned' and hw == '$key', (source, hw)
+assert t.infer_block_sizes('$host', 'f32', n=4096)[1] == 'default'
+assert t.infer_block_sizes('gpu.nvidia.sm90.h100', 'f32', n=4096)[1] == 'default'
+print(c['block'])")
+python3 - "$work/tables/json/fake_device_kernel_tuned_block_sizes.json" "$key" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+rows = t["rows"]
+keys = {r["hardware"] for r in rows}
+assert keys == {sys.argv[2]}, keys
+PY
+echo "fake_device_kernel n=4096 on $key: http: $http_block  header: $app_block  python: $py_block"
+[[ "$http_block" == "$app_block" && "$http_block" == "$py_block" ]]
+
+# --- Refused: an invalid identity, and a device that changes within a sweep -----------------
+rows() {  # rows of table $1 for sweep $2 in the database $3
+  python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[3]); print(c.execute('SELECT COUNT(*) FROM '+sys.argv[1]+' WHERE sweep_id=?', (int(sys.argv[2]),)).fetchone()[0])" "$@"
+}
+local_db="$work/local.db"
+BLOCKTUNE_FAKE_DEVICE='{"kind": "gpu", "vendor": "nvidia", "model": "NVIDIA", "arch": "sm90"}' \
+  "${cli[@]}" sweep fake_device_kernel --local --db "$local_db" --shape n=4096 --strategy exhaustive \
+  --min-repetition-ms 1 --repetitions 3 --max-cv 1000 >"$work/invalid.out" 2>&1 && { cat "$work/invalid.out"; exit 1; }
+grep -q "device line is invalid: device.model" "$work/invalid.out" || { cat "$work/invalid.out"; exit 1; }
+[[ $(rows measurements 1 "$local_db") == 0 && $(rows tuned_entries 1 "$local_db" 2>/dev/null || echo 0) == 0 ]]
+python3 - "$local_db" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+status, error = c.execute("SELECT status, error FROM sweeps WHERE id = 1").fetchone()
+assert status == "failed" and "device.model" in error, (status, error)
+assert c.execute("SELECT COUNT(*) FROM tuned_entries").fetchone()[0] == 0
+PY
+
+# The first runner process announces the H200 and exits after the device probe and two
+# configs; the one started next announces an A100.
+printf '%s\n' '{"kind": "gpu", "vendor": "nvidia", "model": "NVIDIA H200", "arch": "sm90"}' \
+  '{"kind": "gpu", "vendor": "nvidia", "model": "NVIDIA A100-SXM4-40GB", "arch": "sm80"}' >"$work/rotate"
+BLOCKTUNE_FAKE_DEVICE_ROTATE="$work/rotate" BLOCKTUNE_FAKE_EXIT_AFTER=3 \
+  "${cli[@]}" sweep fake_device_kernel --local --db "$local_db" --shape n=4096 --strategy exhaustive \
+  --min-repetition-ms 1 --repetitions 3 --max-cv 1000 >"$work/change.out" 2>&1 && { cat "$work/change.out"; exit 1; }
+grep -q "device changed within the sweep" "$work/change.out" || { cat "$work/change.out"; exit 1; }
+python3 - "$local_db" "$key" <<'PY'
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+status, error, hw = c.execute(
+    "SELECT s.status, s.error, h.hardware_key FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id WHERE s.id = 2").fetchone()
+assert status == "failed" and "gpu.nvidia.sm80.a100" in error, (status, error)
+assert hw == sys.argv[2], hw  # filed under the first device, whose measurements these are
+ok = c.execute("SELECT COUNT(*) FROM measurements WHERE sweep_id = 2 AND outcome = 'ok'").fetchone()[0]
+assert ok == 2, ok  # the two configs the H200 runner answered; nothing from the A100
+assert c.execute("SELECT COUNT(*) FROM tuned_entries").fetchone()[0] == 0
+assert c.execute("SELECT COUNT(*) FROM hardware_profiles WHERE hardware_key LIKE '%a100%'").fetchone()[0] == 0
+PY
+echo "refused: $(grep -o 'device line is invalid[^;]*' "$work/invalid.out" | head -1)"
+echo "refused: $(grep -o 'but the runner answered from [^ ]*' "$work/change.out" | head -1)"
