@@ -23,12 +23,17 @@ struct ImportArgs {
   std::string kernel;
   std::string hardware;
   std::string platform;
+  std::string arch;
 };
 
 int RunImport(const Common& c, const std::string& format, const ImportArgs& a) {
   auto text = ReadText(a.file);
   if (!text) return Fail(kExitUsage, text.error().message);
-  const external::ImportOptions options{a.kernel, a.hardware, a.platform};
+  // An architecture that names none (--arch '!!') would make no key: refused by name.
+  if (!a.arch.empty() && tuner::NormalizeDeviceText(a.arch).empty()) {
+    return Fail(kExitUsage, "--arch '" + a.arch + "' has nothing of [a-z0-9] in it (sm86, gfx1030, v5e, ...)");
+  }
+  const external::ImportOptions options{a.kernel, a.hardware, a.platform, a.arch};
   auto set = format == "kerneltuner" ? external::ParseKernelTunerCache(*text, options)
              : format == "t4"        ? external::ParseT4(*text, options)
                                      : external::ParseCLBlast(*text, options);
@@ -269,7 +274,7 @@ std::function<int()> RegisterImportCommands(CLI::App& app, Common& common) {
            {"t4", "T4 JSON (results with configuration, invalidity, measurements)"},
            {"clblast",
             "the JSON a CLBlast tuner writes (clblast_xgemm_1_32.json: only configs that passed; the device "
-            "key is opencl.VENDOR.DEVICE, the dtype from its precision)"}}) {
+            "key gpu.VENDOR.ARCH.MODEL from its device fields, the dtype from its precision)"}}) {
     auto* cmd = import_cmd->add_subcommand(name, help);
     AddCommon(cmd, common, false);
     cmd->add_option("file", args->file, "the file to import")->required();
@@ -277,9 +282,14 @@ std::function<int()> RegisterImportCommands(CLI::App& app, Common& common) {
     cmd->add_option("--kernel", args->kernel, "kernel name in blocktune (default: the file's kernel name)");
     cmd->add_option(
         "--hardware", args->hardware,
-        "hardware key to file the results under (default: from the device name, e.g. cuda.nvidia.geforce_rtx_2080_ti)");
+        "hardware key to file the results under (default: the device key of the device name, as a runner's: "
+        "NVIDIA GeForce RTX 2080 Ti is gpu.nvidia.sm75.rtx_2080_ti; docs/accelerators.md)");
+    cmd->add_option("--arch", args->arch,
+                    "the device's architecture (sm86, gfx1030, ...) when blocktune does not know its model "
+                    "(the key then says 'unknown', with a warning)");
     cmd->add_option("--platform", args->platform,
-                    "first component of the derived key (default: cuda, hip or opencl by vendor; opencl for CLBlast)");
+                    "what measured, kept with the device's identity (default: the format; opencl for CLBlast); "
+                    "tpu makes a TPU key (tpu.google.ARCH)");
     formats.emplace_back(name, cmd);
   }
   auto* export_cmd = app.add_subcommand(

@@ -2,8 +2,8 @@
 // (both layouts: failure markers in the objective field, as releases before 1.0 write them, and
 // under "__error__"; a truncated cache is read as far as it is valid), T4 JSON and the JSON the
 // CLBlast tuners write (clblast_xgemm_1_32.json). Every record
-// is kept: failures become outcomes, times become samples; the device becomes a hardware key
-// (cuda.nvidia.geforce_rtx_2080_ti) and the problem size a bucket of a spec that is created
+// is kept: failures become outcomes, times become samples; the device becomes a device key, as
+// a runner's would (gpu.nvidia.sm75.rtx_2080_ti), and the problem size a bucket of a spec that is created
 // (written to a kernel folder) or matched. Storing is idempotent: the same records again find
 // the sweep they made the first time.
 #pragma once
@@ -15,6 +15,7 @@
 
 #include "kernels/core/kernel_spec.h"
 #include "store/store.h"
+#include "tuner/device_key.h"
 #include "tuner/measurement.h"
 
 namespace blocktune::external {
@@ -38,6 +39,9 @@ struct ImportedSet {
   DType dtype = DType::kF32;  // CLBlast files name their precision; the others are f32
   std::string device;         // as the file names it
   std::string hardware_key;   // DeviceHardwareKey(device) unless given
+  // The device as a runner would announce it (ImportedDevice), kept as the import sweep's
+  // provenance; platform is the --platform given, else the format.
+  tuner::DeviceIdentity identity;
   std::vector<ImportedParam> params;
   NamedInts problem;  // dims: size_x, size_y, ... from the problem size
   std::vector<ImportedRecord> records;
@@ -45,17 +49,27 @@ struct ImportedSet {
   std::string context;                // more about the source for a created spec's description
 };
 
-// "NVIDIA GeForce RTX 2080 Ti" -> "cuda.nvidia.geforce_rtx_2080_ti" (platform from the vendor:
-// cuda for NVIDIA, hip for AMD, else opencl, unless `platform` is given). `vendor`, when the
-// source names it apart from the device ("Advanced Micro Devices, Inc.", "NVIDIA
-// Corporation"), decides the vendor component; else it is found in the device name.
+// The identity of a device another tuner's file names: kind gpu (tpu if `platform` is tpu), the
+// vendor from `vendor` when the source names it apart from the device ("Advanced Micro Devices,
+// Inc.", "NVIDIA Corporation") else from the device name, the name as the model, and the
+// architecture `arch` if given, else the gfx target an AMD device is named by (OpenCL on ROCm:
+// "gfx906:sramecc+:xnack-", then also the model), else the known model's
+// (tuner::KnownDeviceArch: "NVIDIA A100-PCIE-40GB" is sm80), else tuner::kUnknownArch.
+tuner::DeviceIdentity ImportedDevice(const std::string& device, const std::string& platform = {},
+                                     const std::string& vendor = {}, const std::string& arch = {});
+// The device key of that identity, as a runner's would be: "NVIDIA GeForce RTX 2080 Ti" ->
+// gpu.nvidia.sm75.rtx_2080_ti, "AMD Instinct MI250X" -> gpu.amd.gfx90a.mi250x, ("v5e", "tpu")
+// -> tpu.google.v5e. A name that is already a key (what `blocktune export` writes) is kept, a
+// key of the scheme before device keys (cuda.nvidia.geforce_rtx_2080_ti) mapped
+// (tuner::LegacyDeviceKey).
 std::string DeviceHardwareKey(const std::string& device, const std::string& platform = {},
-                              const std::string& vendor = {});
+                              const std::string& vendor = {}, const std::string& arch = {});
 
 struct ImportOptions {
   std::string kernel;        // override the file's kernel name
   std::string hardware_key;  // override the device's key
-  std::string platform;      // cuda / hip / opencl / ... for the derived key
+  std::string platform;      // provenance (cuda, hip, opencl, ...); tpu makes a TPU key
+  std::string arch;          // the device's architecture (sm86, gfx1030) when blocktune does not know it
 };
 
 Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportOptions& options);

@@ -67,9 +67,8 @@ Result<ImportedSet> ParseCLBlast(const std::string& text, const ImportOptions& o
   set.device = name;
   std::string vendor = MetaString(doc, "clblast_device_vendor");
   if (vendor.empty()) vendor = MetaString(doc, "device_vendor");
-  set.hardware_key = options.hardware_key.empty()
-                         ? DeviceHardwareKey(name, options.platform.empty() ? "opencl" : options.platform, vendor)
-                         : options.hardware_key;
+  // CLBlast records the architecture as OpenCL reports it ("SM6.1" on NVIDIA).
+  FileDevice(set, options, vendor, "opencl", MetaString(doc, "clblast_device_architecture"));
   // Problem size: the tuner's size arguments; alpha and beta are scalars, kept in the context.
   for (const auto& [key, dim] : std::vector<std::pair<const char*, const char*>>{
            {"arg_m", "m"}, {"arg_n", "n"}, {"arg_k", "k"}, {"arg_batch_count", "batch_count"}}) {

@@ -131,4 +131,10 @@ inline std::optional<std::string> CodeConfig(const std::vector<ParamCoder>& code
   return std::nullopt;
 }
 
+// Files the set under its device: set.hardware_key (options.hardware_key if given, else
+// DeviceHardwareKey) and set.identity (ImportedDevice; platform --platform else `format_platform`)
+// when the key is the identity's, with a warning when the architecture is unknown.
+void FileDevice(ImportedSet& set, const ImportOptions& options, const std::string& vendor,
+                const std::string& format_platform, const std::string& file_arch);
+
 }  // namespace blocktune::external::internal

@@ -152,8 +152,7 @@ Result<ImportedSet> ParseKernelTunerCache(const std::string& text, const ImportO
   set.device = doc.value("device_name", std::string("unknown device"));
   set.kernel =
       KernelName(options.kernel.empty() ? doc.value("kernel_name", std::string("imported_kernel")) : options.kernel);
-  set.hardware_key =
-      options.hardware_key.empty() ? DeviceHardwareKey(set.device, options.platform) : options.hardware_key;
+  FileDevice(set, options, {}, "kerneltuner", {});
   set.problem = ProblemOf(SizeList(doc.value("problem_size", json())));
   std::vector<ParamCoder> coders;
   for (const auto& k : doc["tune_params_keys"]) {

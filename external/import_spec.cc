@@ -11,6 +11,7 @@
 
 #include "blocktune/version.h"
 #include "external/import_internal.h"
+#include "tuner/device_models.h"
 #include "tuner/timing/timing.h"
 
 namespace blocktune::external {
@@ -41,22 +42,76 @@ std::string VendorOf(const std::string& slug) {
 
 }  // namespace
 
-std::string DeviceHardwareKey(const std::string& device, const std::string& platform, const std::string& vendor_name) {
-  // Already a key (a file blocktune exported): kept as it is.
+tuner::DeviceIdentity ImportedDevice(const std::string& device, const std::string& platform,
+                                     const std::string& vendor_name, const std::string& arch) {
+  tuner::DeviceIdentity id;
+  id.kind = Slug(platform) == "tpu" ? "tpu" : "gpu";
+  id.platform = platform;
+  id.model = device.empty() ? "unknown device" : device;
+  if (id.kind == "tpu") {
+    id.vendor = "google";
+    id.arch = arch.empty() ? device : arch;
+    return id;
+  }
+  id.vendor = vendor_name.empty() ? "unknown" : VendorOf(Slug(vendor_name));
+  if (id.vendor == "unknown") id.vendor = VendorOf(Slug(device));
+  const std::string norm = tuner::NormalizeDeviceText(device);
+  const bool gfx = norm.size() > 3 && norm.rfind("gfx", 0) == 0 && std::isdigit(static_cast<unsigned char>(norm[3]));
+  if (gfx) {
+    // OpenCL on ROCm names the device by its gfx target: that is the architecture and, the board
+    // being unknown, the model.
+    id.vendor = "amd";
+    id.model = tuner::DeviceArch("gpu", "amd", device);
+  }
+  if (tuner::DeviceModelSlug(id.model).empty()) id.model = "unknown";
+  if (!arch.empty()) {
+    id.arch = arch;
+  } else if (gfx) {
+    id.arch = device;
+  } else if (auto known = tuner::KnownDeviceArch(id.vendor, tuner::DeviceModelSlug(id.model))) {
+    id.arch = std::string(*known);
+  } else {
+    id.arch = std::string(tuner::kUnknownArch);
+  }
+  return id;
+}
+
+std::string DeviceHardwareKey(const std::string& device, const std::string& platform, const std::string& vendor_name,
+                              const std::string& arch) {
+  // Already a key (a file blocktune exported): kept as it is, or mapped from the scheme before
+  // device keys.
   const bool keyish =
       std::count(device.begin(), device.end(), '.') >= 1 && std::all_of(device.begin(), device.end(), [](char c) {
         return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '.' ||
                c == '_' || c == '-';
       });
-  if (keyish && platform.empty()) return device;
-  std::string slug = Slug(device);
-  std::string vendor = vendor_name.empty() ? "unknown" : VendorOf(Slug(vendor_name));
-  if (vendor == "unknown") vendor = VendorOf(slug);
-  if (slug.rfind(vendor + "_", 0) == 0) slug = slug.substr(vendor.size() + 1);
-  std::string p = platform;
-  if (p.empty()) p = vendor == "nvidia" ? "cuda" : vendor == "amd" ? "hip" : "opencl";
-  return Slug(p) + "." + vendor + "." + slug;
+  if (keyish && platform.empty() && arch.empty()) return tuner::LegacyDeviceKey(device).value_or(device);
+  auto key = tuner::DeviceKey(ImportedDevice(device, platform, vendor_name, arch));
+  // Every segment is made non-empty above; what is left is an arch that normalises to nothing
+  // ("--arch !!"), which the command refuses before it gets here.
+  return key ? *key : "gpu.unknown.unknown.unknown";
 }
+
+namespace internal {
+
+void FileDevice(ImportedSet& set, const ImportOptions& options, const std::string& vendor,
+                const std::string& format_platform, const std::string& file_arch) {
+  const std::string arch = options.arch.empty() ? file_arch : options.arch;
+  set.hardware_key = options.hardware_key.empty() ? DeviceHardwareKey(set.device, options.platform, vendor, arch)
+                                                  : options.hardware_key;
+  tuner::DeviceIdentity id =
+      ImportedDevice(set.device, options.platform.empty() ? format_platform : options.platform, vendor, arch);
+  if (auto key = tuner::DeviceKey(id); key && *key == set.hardware_key) {
+    set.identity = std::move(id);
+    if (tables::KeyPrefixAt(set.hardware_key, 3).ends_with("." + std::string(tuner::kUnknownArch))) {
+      set.warnings.push_back("the architecture of '" + set.device.substr(0, 80) +
+                             "' is not known to blocktune: filed under " + set.hardware_key +
+                             "; pass --arch (sm86, gfx1030, ...) to file it under its architecture");
+    }
+  }
+}
+
+}  // namespace internal
 
 std::string SpecJsonFor(const ImportedSet& set) {
   json params = json::array();

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "blocktune/version.h"
+#include "external/device.h"
 #include "external/import_internal.h"
 #include "tuner/timing/timing.h"
 
@@ -57,6 +58,8 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
   hw.cpu.vendor = rest.substr(0, rest.find('.'));
   auto hw_id = db.hardware().Upsert(hw);
   if (!hw_id) return std::unexpected(hw_id.error());
+  // The device as a runner would have announced it: the sweep's provenance (sweeps.device).
+  const std::string identity = set.identity.kind.empty() ? std::string() : DeviceIdentityJson(set.identity);
 
   tuner::SweepRequest request;
   request.kernel = set.kernel;
@@ -79,6 +82,9 @@ Result<ImportSummary> StoreImport(store::Store& db, const KernelSpec& spec, cons
   summary.bucket = bucket;
   summary.records = static_cast<int64_t>(set.records.size());
   if (!created->created) return summary;
+  if (!identity.empty()) {
+    if (auto s = db.devices().Set(created->id, *hw_id, identity); !s) return std::unexpected(s.error());
+  }
 
   auto tasks = db.tasks().List(created->id);
   if (!tasks) return std::unexpected(tasks.error());

@@ -30,8 +30,7 @@ Result<ImportedSet> ParseT4(const std::string& text, const ImportOptions& option
   std::string name = options.kernel;
   if (name.empty()) name = meta.value("kernel_name", env.value("kernel_name", std::string("imported_kernel")));
   set.kernel = KernelName(name);
-  set.hardware_key =
-      options.hardware_key.empty() ? DeviceHardwareKey(set.device, options.platform) : options.hardware_key;
+  FileDevice(set, options, {}, "t4", {});
   set.problem = ProblemOf(SizeList(meta.value("problem_size", env.value("problem_size", json()))));
   // Parameters: the union of the configurations' keys, in first-seen order, values collected.
   std::vector<std::string> names;

@@ -58,17 +58,17 @@ grep -q "\"kernel_dir\":\"$src/examples\",\"restrictions\"" "$work/kernels.json"
 curl -fsS "$url/v1/kernel-spec-schema" | grep -q '"restrictions"'
 
 # The imported winner, served over HTTP under the GPU's key; another GPU does not borrow it.
-curl -fsS "$url/v1/lookup?kernel=vector_add&size_x=10000000&hardware=cuda.nvidia.geforce_rtx_2080_ti" >"$work/kt.json"
+curl -fsS "$url/v1/lookup?kernel=vector_add&size_x=10000000&hardware=gpu.nvidia.sm75.rtx_2080_ti" >"$work/kt.json"
 grep -q '"config":{"block_size_x":128,"use_vec":1},"source":"tuned"' "$work/kt.json" || { cat "$work/kt.json"; exit 1; }
-curl -fsS "$url/v1/lookup?kernel=vector_add&size_x=10000000&hardware=cuda.nvidia.a100_pcie_40gb" | grep -q '"source":"default"'
+curl -fsS "$url/v1/lookup?kernel=vector_add&size_x=10000000&hardware=gpu.nvidia.sm80.a100" | grep -q '"source":"default"'
 # A CLBlast tuner's file imported while the daemon runs: its spec lands in a folder the daemon
 # serves, its rows in the daemon's database. Unknown until the daemon reloads; then its winner is
 # served under the OpenCL device's key, without a restart.
 "$build/client/blocktune" import clblast "$src/tests/data/import/clblast_xgemm_1_32.json" \
   --db "$work/db/blocktune.db" --kernel-dir "$work/imported" --json >"$work/clblast.json"
-grep -q '"hardware":"opencl.nvidia.geforce_gtx_1080"' "$work/clblast.json" || { cat "$work/clblast.json"; exit 1; }
+grep -q '"hardware":"gpu.nvidia.sm61.gtx_1080"' "$work/clblast.json" || { cat "$work/clblast.json"; exit 1; }
 grep -q '"outcomes":{"ok":5,"unstable":1}' "$work/clblast.json" || { cat "$work/clblast.json"; exit 1; }
-clq="kernel=xgemm_1&m=1024&n=1024&k=1024&hardware=opencl.nvidia.geforce_gtx_1080"
+clq="kernel=xgemm_1&m=1024&n=1024&k=1024&hardware=gpu.nvidia.sm61.gtx_1080"
 code=$(curl -sS -o "$work/before.json" -w '%{http_code}' "$url/v1/lookup?$clq")
 [[ "$code" == 400 ]] && grep -q '"path":"kernel"' "$work/before.json" || { echo "$code"; cat "$work/before.json"; exit 1; }
 code=$(curl -sS -o /dev/null -w '%{http_code}' --data "" "$url/v1/kernels/reload")

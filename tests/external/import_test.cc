@@ -31,12 +31,38 @@ std::map<std::string, const ImportedRecord*> ByConfig(const ImportedSet& set) {
   return out;
 }
 
-TEST(Import, DeviceNamesBecomeHardwareKeys) {
-  EXPECT_EQ(DeviceHardwareKey("NVIDIA GeForce RTX 2080 Ti"), "cuda.nvidia.geforce_rtx_2080_ti");
-  EXPECT_EQ(DeviceHardwareKey("AMD Instinct MI250X"), "hip.amd.instinct_mi250x");
-  EXPECT_EQ(DeviceHardwareKey("v5e", "tpu"), "tpu.unknown.v5e");
-  // A key (what `blocktune export` writes as the device name) stays as it is.
-  EXPECT_EQ(DeviceHardwareKey("cuda.nvidia.geforce_rtx_2080_ti"), "cuda.nvidia.geforce_rtx_2080_ti");
+TEST(Import, DeviceNamesBecomeDeviceKeys) {
+  // One scheme with the keys runners announce (docs/accelerators.md): the known models' names
+  // of the landscapes this project imports and of the tests' files.
+  EXPECT_EQ(DeviceHardwareKey("NVIDIA GeForce RTX 2080 Ti"), "gpu.nvidia.sm75.rtx_2080_ti");
+  EXPECT_EQ(DeviceHardwareKey("NVIDIA A100-PCIE-40GB"), "gpu.nvidia.sm80.a100");
+  EXPECT_EQ(DeviceHardwareKey("NVIDIA RTX A4000"), "gpu.nvidia.sm86.rtx_a4000");
+  EXPECT_EQ(DeviceHardwareKey("NVIDIA RTX A6000"), "gpu.nvidia.sm86.rtx_a6000");
+  EXPECT_EQ(DeviceHardwareKey("Tesla T4"), "gpu.nvidia.sm75.t4");
+  EXPECT_EQ(DeviceHardwareKey("NVIDIA H100 80GB HBM3"), "gpu.nvidia.sm90.h100");
+  EXPECT_EQ(DeviceHardwareKey("NVIDIA H200"), "gpu.nvidia.sm90.h200");
+  EXPECT_EQ(DeviceHardwareKey("AMD Instinct MI250X"), "gpu.amd.gfx90a.mi250x");
+  EXPECT_EQ(DeviceHardwareKey("AMD Radeon PRO W6600"), "gpu.amd.gfx1032.pro_w6600");
+  EXPECT_EQ(DeviceHardwareKey("AMD Radeon PRO W7800"), "gpu.amd.gfx1100.pro_w7800");
+  EXPECT_EQ(DeviceHardwareKey("GeForce GTX 1080", "opencl", "NVIDIA Corporation"), "gpu.nvidia.sm61.gtx_1080");
+  EXPECT_EQ(DeviceHardwareKey("gfx906:sramecc+:xnack-", "opencl", "Advanced Micro Devices, Inc."),
+            "gpu.amd.gfx906.gfx906");
+  EXPECT_EQ(DeviceHardwareKey("v5e", "tpu"), "tpu.google.v5e");
+  // What blocktune does not know: the architecture says so, or --arch gives it.
+  EXPECT_EQ(DeviceHardwareKey("NVIDIA GeForce GT 710"), "gpu.nvidia.unknown.gt_710");
+  EXPECT_EQ(DeviceHardwareKey("NVIDIA GeForce GT 710", "", "", "3.5"), "gpu.nvidia.sm35.gt_710");
+  EXPECT_EQ(DeviceHardwareKey(""), "gpu.unknown.unknown.unknown_device");
+  // The identity behind it, kept as the import's provenance.
+  const tuner::DeviceIdentity id = ImportedDevice("NVIDIA A100-PCIE-40GB", "kerneltuner");
+  EXPECT_EQ(id.kind, "gpu");
+  EXPECT_EQ(id.vendor, "nvidia");
+  EXPECT_EQ(id.model, "NVIDIA A100-PCIE-40GB");
+  EXPECT_EQ(id.arch, "sm80");
+  EXPECT_EQ(id.platform, "kerneltuner");
+  // A key (what `blocktune export` writes as the device name) stays as it is; one of the scheme
+  // before device keys is mapped.
+  EXPECT_EQ(DeviceHardwareKey("gpu.nvidia.sm75.rtx_2080_ti"), "gpu.nvidia.sm75.rtx_2080_ti");
+  EXPECT_EQ(DeviceHardwareKey("cuda.nvidia.geforce_rtx_2080_ti"), "gpu.nvidia.sm75.rtx_2080_ti");
 }
 
 TEST(Import, KernelTunerMarkersInTheObjectiveField) {
@@ -44,7 +70,7 @@ TEST(Import, KernelTunerMarkersInTheObjectiveField) {
   ASSERT_TRUE(set) << set.error().ToString();
   EXPECT_TRUE(set->warnings.empty());
   EXPECT_EQ(set->kernel, "vector_add");
-  EXPECT_EQ(set->hardware_key, "cuda.nvidia.geforce_rtx_2080_ti");
+  EXPECT_EQ(set->hardware_key, "gpu.nvidia.sm75.rtx_2080_ti");
   EXPECT_EQ(set->problem.ToString(), "size_x=10000000");
   ASSERT_EQ(set->records.size(), 10u);  // every record, failures included
   auto by = ByConfig(*set);
@@ -70,7 +96,7 @@ TEST(Import, KernelTunerErrorFieldAndTruncatedCache) {
   EXPECT_EQ(by["block_size_x=16,block_size_y=8,tile_size_x=2"]->outcome, Outcome::kRuntimeFailed);
   EXPECT_EQ(by["block_size_x=32,block_size_y=8,tile_size_x=1"]->outcome, Outcome::kInvalid);
   EXPECT_EQ(by["block_size_x=32,block_size_y=4,tile_size_x=2"]->samples_ns.size(), 4u);
-  EXPECT_EQ(set->hardware_key, "cuda.nvidia.a100_pcie_40gb");
+  EXPECT_EQ(set->hardware_key, "gpu.nvidia.sm80.a100");
   EXPECT_EQ(set->problem.ToString(), "size_x=4096,size_y=4096");
 }
 
@@ -84,7 +110,7 @@ TEST(Import, T4Invalidity) {
   EXPECT_EQ(by["block_size_x=32,block_size_y=16,use_padding=0"]->outcome, Outcome::kCompileFailed);
   EXPECT_EQ(by["block_size_x=32,block_size_y=16,use_padding=1"]->outcome, Outcome::kRuntimeFailed);
   EXPECT_EQ(by["block_size_x=48,block_size_y=16,use_padding=0"]->outcome, Outcome::kWrongResult);
-  EXPECT_EQ(set->hardware_key, "hip.amd.instinct_mi250x");
+  EXPECT_EQ(set->hardware_key, "gpu.amd.gfx90a.mi250x");
 }
 
 TEST(Import, CLBlastTunerFile) {
@@ -94,7 +120,7 @@ TEST(Import, CLBlastTunerFile) {
   EXPECT_EQ(set->format, "clblast");
   EXPECT_EQ(set->kernel, "xgemm_1");
   EXPECT_EQ(set->dtype, DType::kF32);
-  EXPECT_EQ(set->hardware_key, "opencl.nvidia.geforce_gtx_1080");
+  EXPECT_EQ(set->hardware_key, "gpu.nvidia.sm61.gtx_1080");
   EXPECT_EQ(set->problem.Get("m"), 1024);
   EXPECT_EQ(set->problem.Get("n"), 1024);
   EXPECT_EQ(set->problem.Get("k"), 1024);
@@ -128,7 +154,7 @@ TEST(Import, CLBlastPrecisionAndVendorFields) {
   ASSERT_TRUE(set) << set.error().ToString();
   EXPECT_EQ(set->dtype, DType::kF64);
   // The OpenCL name of an AMD GPU is its code name; the vendor comes from device_vendor.
-  EXPECT_EQ(set->hardware_key, "opencl.amd.gfx906_sramecc_xnack");
+  EXPECT_EQ(set->hardware_key, "gpu.amd.gfx906.gfx906");
   EXPECT_EQ(set->problem.ToString(), "n=4194304");
   EXPECT_EQ(set->records.size(), 4u);
   // An f32 spec of the same kernel does not take f64 records.
@@ -161,7 +187,7 @@ TEST(Import, CLBlastBadFilesNameTheField) {
 
 TEST(Import, CLBlastStoresAsItsDtypeAndIsIdempotent) {
   test::ScratchDir dir("import_clblast");
-  auto set = ParseCLBlast(Fixture("clblast_xaxpy_64.json"), {"xaxpy_store_test", "", ""});
+  auto set = ParseCLBlast(Fixture("clblast_xaxpy_64.json"), {"xaxpy_store_test", "", "", ""});
   ASSERT_TRUE(set);
   auto spec = ParseKernelSpec(SpecJsonFor(*set), "generated.json", dir.path().string());
   ASSERT_TRUE(spec) << spec.error().ToString();
@@ -178,7 +204,7 @@ TEST(Import, CLBlastStoresAsItsDtypeAndIsIdempotent) {
   ASSERT_TRUE(tuned);
   ASSERT_EQ(tuned->size(), 1u);
   EXPECT_EQ(tuned->front().dtype, DType::kF64);
-  EXPECT_EQ(tuned->front().hardware_key, "opencl.amd.gfx906_sramecc_xnack");
+  EXPECT_EQ(tuned->front().hardware_key, "gpu.amd.gfx906.gfx906");
 }
 
 // The same CLBlast kernel from another device passes other values (MWG=128 here) and, at
@@ -221,7 +247,7 @@ TEST(Import, ImportedSpecIsWidenedForAnotherDevice) {
 
 TEST(Import, StoresEveryRecordOnceAndTheWinner) {
   test::ScratchDir dir("import_store");
-  auto set = ParseKernelTunerCache(Fixture("kerneltuner_markers.json"), {"vector_add_store_test", "", ""});
+  auto set = ParseKernelTunerCache(Fixture("kerneltuner_markers.json"), {"vector_add_store_test", "", "", ""});
   ASSERT_TRUE(set);
   auto spec = ParseKernelSpec(SpecJsonFor(*set), "generated.json", dir.path().string());
   ASSERT_TRUE(spec) << spec.error().ToString();
@@ -242,10 +268,15 @@ TEST(Import, StoresEveryRecordOnceAndTheWinner) {
   auto tuned = (*db)->tuned().List("vector_add_store_test");
   ASSERT_TRUE(tuned);
   ASSERT_EQ(tuned->size(), 1u);
-  EXPECT_EQ(tuned->front().hardware_key, "cuda.nvidia.geforce_rtx_2080_ti");
+  EXPECT_EQ(tuned->front().hardware_key, "gpu.nvidia.sm75.rtx_2080_ti");
   auto sweep = (*db)->sweeps().Get(first->sweep_id);
   ASSERT_TRUE(sweep);
   EXPECT_EQ(sweep->status, store::SweepStatus::kDone);
+  // The device as a runner would have announced it, kept as the sweep's provenance.
+  EXPECT_EQ(sweep->hardware_key, "gpu.nvidia.sm75.rtx_2080_ti");
+  EXPECT_NE(sweep->device.find(R"("model":"NVIDIA GeForce RTX 2080 Ti")"), std::string::npos) << sweep->device;
+  EXPECT_NE(sweep->device.find(R"("platform":"kerneltuner")"), std::string::npos) << sweep->device;
+  EXPECT_EQ(tuned->front().device, sweep->device);
 }
 
 }  // namespace
