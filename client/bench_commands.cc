@@ -263,6 +263,7 @@ struct RegretArgs {
   std::string dtype = "f32";
   int threads = 1;
   std::string isa;
+  std::string hardware;  // empty: this host's key
   double min_time_ms = 20;
   int repetitions = 7;
 };
@@ -288,7 +289,25 @@ int RunRegret(const Common& c, const RegretArgs& a) {
     buckets = tuner::ParseBucketList(*t);
     if (buckets.empty()) return Fail(kExitUsage, "--buckets: " + a.buckets + " lists no bucket");
   }
-  const HardwareProfile hw = HardwareProfile::Detect(a.threads);
+  HardwareProfile hw = HardwareProfile::Detect(a.threads);
+  if (!a.hardware.empty() && a.hardware != hw.Key()) {
+    // This machine times only what it runs: its own key, or a device its kernel's runner says it
+    // measures on (each bucket is checked against the runner's answers, tuner/regret.cc).
+    if (!tables::IsDeviceKey(a.hardware)) {
+      return Fail(kExitUsage, "--hardware " + a.hardware + " is neither this host's key (" + hw.Key() +
+                                  ") nor a device key (gpu.*, tpu.*)");
+    }
+    if (spec->runner() == nullptr) {
+      return Fail(kExitUsage, "--hardware " + a.hardware + ": " + std::string(spec->name()) +
+                                  " is not an external kernel, so no runner measures on that device");
+    }
+    hw.device_key = a.hardware;
+  }
+  // A device key's chain is the key alone: other models of its architecture are not on it.
+  const bool device = tables::IsDeviceKey(hw.Key());
+  const auto on_chain = [&](tuner::RegretLevel l) {
+    return device ? l == tuner::RegretLevel::kExact : tuner::OnCurrentChain(l);
+  };
   auto plan = tuner::PlanRegret(*spec, *rows, hw.Key(), dtype, buckets);
   if (!plan) return Fail(kExitUsage, "--buckets: " + plan.error().ToString());
   if (plan->empty()) {
@@ -310,7 +329,7 @@ int RunRegret(const Common& c, const RegretArgs& a) {
                {"hardware", row.candidate.hardware},
                {"config", server::wire::EncodeConfig(row.candidate.config)},
                {"served", row.candidate.served},
-               {"on_current_chain", tuner::OnCurrentChain(row.candidate.level)},
+               {"on_current_chain", on_chain(row.candidate.level)},
                {"outcome", std::string(tuner::OutcomeName(row.outcome))}};
         if (row.outcome == tuner::Outcome::kOk) {
           j["median_ns"] = row.median_ns;
@@ -328,7 +347,7 @@ int RunRegret(const Common& c, const RegretArgs& a) {
     Json summary = Json::array();
     for (const auto& s : r.summary) {
       summary.push_back({{"level", std::string(tuner::RegretLevelName(s.level))},
-                         {"on_current_chain", tuner::OnCurrentChain(s.level)},
+                         {"on_current_chain", on_chain(s.level)},
                          {"buckets", s.buckets},
                          {"geomean_speedup", s.geomean_speedup},
                          {"worst_speedup", s.worst_speedup},
@@ -389,7 +408,7 @@ int RunRegret(const Common& c, const RegretArgs& a) {
     std::printf("%-13s %7d %8.3fx %8.3fx %-*s %7.1f%% %7.1f%% %7d %7d%s%s\n", tuner::RegretLevelName(s.level).data(),
                 s.buckets, s.geomean_speedup, s.worst_speedup, bw, s.worst_bucket.c_str(), 100 * s.mean_regret,
                 100 * s.max_regret, s.slower_beyond_noise, s.faster_beyond_noise,
-                tuner::OnCurrentChain(s.level) || s.level == tuner::RegretLevel::kDefault ? "" : "  (not on the chain)",
+                on_chain(s.level) || s.level == tuner::RegretLevel::kDefault ? "" : "  (not on the chain)",
                 s.refused ? (" " + std::to_string(s.refused) + " refused").c_str() : "");
   }
   return 0;
@@ -439,6 +458,11 @@ std::function<int()> RegisterBenchCommands(CLI::App& app, Common& common) {
   regret_cmd->add_option("--table", regret.table,
                          "tuned rows to judge, in tuned_entries.jsonl form (default: the checked-in table)");
   regret_cmd->add_option("--dtype", regret.dtype, "element type")->capture_default_str();
+  regret_cmd->add_option("--hardware", regret.hardware,
+                         "judge the rows of this key instead of this host's: a device key (gpu.nvidia.sm90.h200) is "
+                         "timed through the external kernel's runner, each bucket only where the runner answers "
+                         "from that device (skipped with the reason otherwise); other_model is then another model "
+                         "of its architecture, other_vendor another architecture, other_isa another vendor");
   regret_cmd->add_option("--threads", regret.threads, "threads the kernel runs with (part of the key)")
       ->required()
       ->check(CLI::Range(1, 256));

@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <tuple>
 
 #include "kernels/core/fingerprint.h"
@@ -67,7 +69,10 @@ Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const s
            "the database row's fingerprint " + u.fingerprint + " is not this build's; kept the fresh row");
       continue;
     }
-    if (!is_host(u.hardware_key)) {
+    // A device's row (gpu.nvidia.sm90.h200) is this machine's to judge where the kernel's runner
+    // measures on that device, which only its answers tell (below).
+    const bool device_row = tables::IsDeviceKey(u.hardware_key);
+    if (!is_host(u.hardware_key) && !device_row) {
       b = u;
       note("other_profile", "not this machine's key: merged as it is");
       continue;
@@ -79,6 +84,25 @@ Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const s
     }
     const KernelSpec* spec = find_kernel(u.kernel);
     if (spec == nullptr) return InvalidArgument("unknown kernel '" + u.kernel + "'", "kernel");
+    if (device_row && spec->runner() == nullptr) {
+      b = u;
+      note("other_profile", "a device's row of a kernel without a runner here: merged as it is");
+      continue;
+    }
+    // Where the runner answered from: a device row is judged only on its own device.
+    auto elsewhere = [&](std::initializer_list<const Measurement*> ms) -> std::optional<std::string> {
+      if (!device_row) return std::nullopt;
+      bool seen = false;
+      for (const Measurement* m : ms) {
+        if (m->device_key.empty()) continue;
+        if (m->device_key != u.hardware_key) {
+          return "the runner measures on " + m->device_key + ", not " + u.hardware_key + ": merged as it is";
+        }
+        seen = true;
+      }
+      if (!seen) return "the runner did not answer from " + u.hardware_key + ": merged as it is";
+      return std::nullopt;
+    };
     if (b.bucket_version != spec->bucket_version()) {
       b = u;
       note("old_row_invalid", "the checked-in row is of another bucket version");
@@ -109,7 +133,8 @@ Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const s
     // then times once; one repetition of at least 1 ms, not retried, keeps that cheap (the
     // decision rests on the interleaved timing below).
     const HardwareProfile hw = HardwareProfile::Detect(threads);
-    EvalRequest verify{spec, *problem, threads, 1, options.timing, std::string(tables::KeyIsa(u.hardware_key))};
+    const std::string isa = device_row ? std::string() : std::string(tables::KeyIsa(u.hardware_key));
+    EvalRequest verify{spec, *problem, threads, 1, options.timing, isa};
     verify.timing.repetitions = 1;
     verify.timing.min_repetition_ns = 1e6;
     verify.timing.max_retries = 0;
@@ -126,6 +151,11 @@ Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const s
     Measurement vo, vn;
     const bool old_ok = check(b.config, vo);
     const bool new_ok = check(u.config, vn);
+    if (auto why = elsewhere({&vo, &vn})) {
+      b = u;
+      note("other_device", *why);
+      continue;
+    }
     if (!new_ok) {
       rec.decision = "kept";
       b.gate = rec;
@@ -141,10 +171,15 @@ Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const s
       note("replaced", "the old config failed verification: " + vo.detail);
       continue;
     }
-    const EvalRequest req{spec, *problem, threads, 1, options.timing, std::string(tables::KeyIsa(u.hardware_key))};
+    const EvalRequest req{spec, *problem, threads, 1, options.timing, isa};
     const std::vector<Measurement> t = evaluator->MeasureInterleaved(req, {b.config, u.config});
     const Measurement& old_m = t.at(0);
     const Measurement& new_m = t.at(1);
+    if (auto why = elsewhere({&old_m, &new_m})) {
+      b = u;
+      note("other_device", *why);
+      continue;
+    }
     rec.old_ns = old_m.median_ns;
     rec.new_ns = new_m.median_ns;
     rec.repetitions = static_cast<int64_t>(std::min(old_m.samples_ns.size(), new_m.samples_ns.size()));

@@ -5,7 +5,9 @@
 // noise band (NoiseBand from the robust CVs, as in the sweep's decision round). `force` takes the
 // new row untimed. The decision and both timings go into the row (TunedEntry::gate), so the
 // checked-in jsonl and the generated tables say why the row is what it is. Rows of other
-// profiles are merged as they are: this machine cannot time them.
+// profiles are merged as they are: this machine cannot time them. A device's row
+// (gpu.nvidia.sm90.h200, docs/accelerators.md) is timed through its kernel's runner and judged
+// only if the runner answers from that device; otherwise it is merged as it is (other_device).
 //
 // Staleness comes first, as everywhere: a stale database row (measured by another build of the
 // kernel) never replaces a fresh checked-in row. See docs/tables.md#regression-gate.
@@ -44,7 +46,8 @@ struct GateOptions {
 struct GateEvent {
   std::string kernel, hardware, dtype, bucket;
   // "replaced", "kept", "forced" (gate decisions, with `record`), or "same_config",
-  // "other_profile", "stale_db_row", "old_row_invalid" (merged or refused without timing).
+  // "other_profile", "other_device" (a device row whose runner does not answer from that device
+  // here), "stale_db_row", "old_row_invalid" (merged or refused without timing).
   std::string what;
   std::optional<GateRecord> record;
   std::string detail;

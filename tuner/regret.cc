@@ -101,6 +101,8 @@ RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucke
       if (auto s = spec.ValidateConfig(c, p.problem, hw); !s) {
         m.outcome = Outcome::kInvalid;
         m.detail = s.error().ToString();
+      } else if (spec.runner() != nullptr) {
+        m.outcome = Outcome::kOk;  // an external kernel's runner checks its output as it times it
       } else {
         VerifyConfig(spec, c, p.problem, hw.threads, m);
       }
@@ -118,8 +120,27 @@ RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucke
       const EvalRequest request{&spec, p.problem, hw.threads, 1, timing, /*isa=*/{}};
       timed = evaluator.MeasureInterleaved(request, passing);
     }
+    // A device's rows (gpu.nvidia.sm90.h200) are judged only where the kernel's runner answers
+    // from that device (docs/accelerators.md); anywhere else the bucket is skipped, with why.
+    std::string elsewhere;
+    if (tables::IsDeviceKey(report.hardware)) {
+      for (const Measurement& t : timed) {
+        if (!t.device_key.empty() && t.device_key != report.hardware) {
+          elsewhere = "skipped: the runner measures on " + t.device_key + ", not " + report.hardware;
+        }
+      }
+      if (elsewhere.empty() && std::none_of(timed.begin(), timed.end(),
+                                            [&](const Measurement& t) { return t.device_key == report.hardware; })) {
+        elsewhere = "skipped: the runner did not answer from " + report.hardware;
+      }
+    }
     for (size_t j = 0; j < configs.size(); ++j) {
       if (timed_index[j] == SIZE_MAX) continue;
+      if (!elsewhere.empty()) {
+        checked[j].outcome = Outcome::kInvalid;
+        checked[j].detail = elsewhere;
+        continue;
+      }
       if (timed_index[j] >= timed.size()) {
         checked[j].outcome = Outcome::kWorkerLost;
         checked[j].detail = "not timed";

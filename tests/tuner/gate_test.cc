@@ -154,5 +154,75 @@ TEST(RegressionGate, AStaleDatabaseRowNeverReplacesAFreshOne) {
   EXPECT_EQ(events[0].what, "stale_db_row");
 }
 
+// An external kernel (a runner in its spec) whose "runner" is an evaluator answering from a given
+// device: config a=3,b=2 at 150 us, anything else at 600 us.
+class DeviceSpec : public testing::FakeSpec {
+ public:
+  std::string_view name() const override { return "device_fake"; }
+  const RunnerSpec* runner() const override { return &runner_; }
+
+ private:
+  RunnerSpec runner_{{"unused"}, "", true, 0};
+};
+
+class DeviceEvaluator : public Evaluator {
+ public:
+  explicit DeviceEvaluator(std::string key) : key_(std::move(key)) {}
+  void Measure(const EvalRequest&, const Config& c, Measurement& m) override { Fill(c, m); }
+  std::vector<Measurement> MeasureInterleaved(const EvalRequest&, const std::vector<Config>& configs) override {
+    std::vector<Measurement> out(configs.size());
+    for (size_t i = 0; i < configs.size(); ++i) Fill(configs[i], out[i]);
+    return out;
+  }
+
+ private:
+  void Fill(const Config& c, Measurement& m) const {
+    const double ns = c.ToString() == "a=3,b=2" ? 150e3 : 600e3;
+    m.outcome = Outcome::kOk;
+    m.samples_ns = {ns, ns, ns, ns, ns};
+    m.median_ns = ns;
+    m.iterations = 1;
+    m.device_key = key_;
+  }
+  std::string key_;
+};
+
+TEST(RegressionGate, ADeviceRowIsJudgedOnlyWhereItsRunnerAnswersFromThatDevice) {
+  static const DeviceSpec spec;
+  const std::string h200 = "gpu.nvidia.sm90.h200";
+  auto row = [&](int64_t a, int64_t b, int64_t sweep) {
+    TunedEntry e = Row(h200, a, b, sweep);
+    e.kernel = "device_fake";
+    return e;
+  };
+  GateOptions o = Options();
+  o.find_kernel = [](std::string_view n) -> const KernelSpec* { return n == "device_fake" ? &spec : nullptr; };
+  // On the H200: timed through the runner, and the slower new row is refused.
+  DeviceEvaluator on_h200(h200);
+  o.evaluator = &on_h200;
+  std::vector<GateEvent> events;
+  auto merged = GatedMerge({row(3, 2, 1)}, {row(1, 3, 2)}, o, &events);
+  ASSERT_TRUE(merged) << merged.error().ToString();
+  EXPECT_EQ(merged->front().config.ToString(), "a=3,b=2");
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].what, "kept");
+  ASSERT_TRUE(events[0].record.has_value());
+  EXPECT_DOUBLE_EQ(events[0].record->new_ns, 600e3);
+  // Where the runner answers from another device (or from the host's CPU), nothing is timed: the
+  // database row is merged as it is.
+  for (const std::string& there : {std::string("gpu.nvidia.sm80.a100"), HostKey()}) {
+    DeviceEvaluator elsewhere(there);
+    o.evaluator = &elsewhere;
+    events.clear();
+    merged = GatedMerge({row(3, 2, 1)}, {row(1, 3, 2)}, o, &events);
+    ASSERT_TRUE(merged) << merged.error().ToString();
+    EXPECT_EQ(merged->front().config.ToString(), "a=1,b=3");
+    EXPECT_FALSE(merged->front().gate.has_value());
+    ASSERT_EQ(events.size(), 1u);
+    EXPECT_EQ(events[0].what, "other_device");
+    EXPECT_NE(events[0].detail.find(there), std::string::npos) << events[0].detail;
+  }
+}
+
 }  // namespace
 }  // namespace blocktune::tuner
