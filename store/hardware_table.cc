@@ -33,6 +33,8 @@ Result<HardwareRecord> ReadHardware(const Statement& st) {
   h.profile.l3_bytes = st.Int(11);
   h.profile.threads = static_cast<int>(st.Int(12));
   h.first_seen_at = st.Text(13);
+  // A device key (an accelerator's, an import's) is not made of the CPU fields.
+  if (h.profile.Key() != h.key) h.profile.device_key = h.key;
   return h;
 }
 

@@ -21,7 +21,7 @@ constexpr char kReadSweepsSql[] =
     "s.error, s.created_at, COALESCE(s.started_at, ''), COALESCE(s.finished_at, ''), s.budget_seconds, "
     "s.env_load_average, s.env_affinity, s.env_governor, s.env_compiler, s.env_build_flags, s.tool_version, s.uid, "
     "s.host, s.shard_index, s.shard_count, s.bucket_version, h.hardware_key, h.arch, h.isa, h.vendor, h.cpu_family, "
-    "h.cpu_model, h.model_name, h.cores, h.l1d_bytes, h.l2_bytes, h.l3_bytes, h.threads "
+    "h.cpu_model, h.model_name, h.cores, h.l1d_bytes, h.l2_bytes, h.l3_bytes, h.threads, s.device "
     "FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id ORDER BY s.id";
 constexpr char kReadMeasurementsSql[] =
     "SELECT id, bucket, problem, config, outcome, detail, iterations, COALESCE(median_ns, 0), COALESCE(cv, 0), "
@@ -174,6 +174,9 @@ Status ResultsReader::ForEachBatch(int64_t batch_size, const std::function<Statu
       h.l2_bytes = st->Int(35);
       h.l3_bytes = st->Int(36);
       h.threads = static_cast<int>(st->Int(37));
+      // A device key (docs/accelerators.md) is not made of the CPU fields.
+      if (h.Key() != s.hardware_key) h.device_key = s.hardware_key;
+      s.device = st->Text(38);
       sweeps.emplace_back(id, std::move(b));
     }
   }

@@ -29,9 +29,9 @@ constexpr char kInsertImportedSweepSql[] =
     "INSERT INTO sweeps (kernel, dtype, hardware_id, threads, strategy, budget, seed, shapes, status, progress_done, "
     "progress_total, error, bucket_version, tool_version, created_at, started_at, finished_at, budget_seconds, "
     "env_load_average, env_affinity, env_governor, env_compiler, env_build_flags, uid, host, shard_index, "
-    "shard_count, imported) "
+    "shard_count, imported, device) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, NULLIF(?, ''), NULLIF(?, ''), ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-    "?, 1)";
+    "?, 1, ?)";
 // An imported sweep follows its source (a sweep pushed while it ran, then again when done).
 constexpr char kUpdateImportedSweepSql[] =
     "UPDATE sweeps SET status = ?, progress_total = ?, error = ?, started_at = NULLIF(?, ''), "
@@ -152,7 +152,7 @@ Result<ApplyResult> ResultsTable::Apply(const ResultsBatch& b) {
       st->Bind(15, s.started_at).Bind(16, s.finished_at).Bind(17, r.budget_seconds);
       st->Bind(18, s.environment.load_average).Bind(19, s.environment.affinity).Bind(20, s.environment.governor);
       st->Bind(21, s.environment.compiler).Bind(22, s.environment.build_flags).Bind(23, s.uid).Bind(24, s.host);
-      st->Bind(25, r.shard_index).Bind(26, r.shard_count);
+      st->Bind(25, r.shard_index).Bind(26, r.shard_count).Bind(27, s.device);
       if (auto x = st->Run(); !x) return x;
       out.sweep_id = conn.LastInsertId();
     } else if (imported) {

@@ -4,6 +4,9 @@
 // component schemas.
 #include <cmath>
 
+#include "external/device.h"
+#include "tuner/device_models.h"
+
 #include "server/guards/guards.h"
 #include "server/wire/internal.h"
 #include "server/wire/schema.h"
@@ -37,8 +40,10 @@ Json ResultsSweepSchema() {
                  {"created_at", Str()},
                  {"started_at", Str()},
                  {"finished_at", Str()},
-                 {"environment", Ref("Environment")}},
-                "a sweep as another database holds it");
+                 {"environment", Ref("Environment")},
+                 {"device", Ref("DeviceIdentity"), false}},
+                "a sweep as another database holds it; device: the identity its runner announced, present "
+                "for a sweep filed under a device key (docs/accelerators.md)");
 }
 
 Json ResultsMeasurementSchema() {
@@ -161,6 +166,11 @@ Result<store::SweepRecord> DecodeSweep(const Json& j, const Limits& limits) {
     if (!v) return std::unexpected(v.error());
     *out = std::move(*v);
   }
+  if (auto d = j.find("device"); d != j.end() && !d->is_null()) {
+    auto id = external::ParseDeviceIdentity(d->dump());
+    if (!id) return std::unexpected(WithPathPrefix(id.error(), "sweep"));
+    s.device = external::DeviceIdentityJson(*id);
+  }
   return s;
 }
 
@@ -192,7 +202,17 @@ Result<HardwareProfile> DecodeHardwareProfile(const Json& j) {
   h.threads = static_cast<int>(v[6]);
   auto key = GetString(j, "key", "hardware.key", std::nullopt);
   if (!key) return std::unexpected(key.error());
-  if (*key != h.Key()) {
+  // An accelerator's key (docs/accelerators.md) is not made of the CPU fields: it is taken as
+  // given when it is one, a key of the scheme before device keys mapped as the store's are
+  // (migration 0015).
+  if (const std::string device = tuner::LegacyDeviceKey(*key).value_or(*key);
+      *key != h.Key() && tables::IsDeviceKey(device) && device.size() <= 128 &&
+      std::all_of(device.begin(), device.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+      })) {
+    h.device_key = device;
+  }
+  if (*key != h.Key() && h.device_key.empty()) {
     return InvalidArgument(
         "key '" + server::guards::Clip(*key) + "' is not what the profile's fields make (" + h.Key() + ")",
         "hardware.key");
@@ -307,6 +327,8 @@ Json EncodeResultsBatch(const store::ResultsBatch& b) {
                                   {"compiler", e.compiler},
                                   {"build_flags", e.build_flags},
                                   {"tool_version", e.tool_version}}}};
+  // Only when there is one: a daemon of a build before device keys refuses a field it does not know.
+  if (!s.device.empty()) sweep["device"] = Json::parse(s.device, nullptr, false);
   Json ms = Json::array();
   for (const tuner::Measurement& m : b.measurements) {
     ms.push_back(Json{{"bucket", m.bucket},
