@@ -93,6 +93,13 @@ int main(int argc, char** argv) {
   app.add_option("--max-sweep-measurements", max_sweep_measurements, "largest sweep accepted (configs x buckets)")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{1}, int64_t{10000000}));
+  std::string device_fallback = "none";
+  app.add_option("--device-fallback", device_fallback,
+                 "none: a device key (gpu.nvidia.sm90.h200) is answered only by its own rows; same-arch: also by "
+                 "another model's of its architecture (gpu.nvidia.sm90.h100), as tuned_fallback. Off until "
+                 "`blocktune regret --hardware KEY` has measured what it costs (docs/accelerators.md)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"none", "same-arch"}));
   server::AddTimingFlags(&app, timing);
   bool in_process = false;
   tuner::isolation::WorkerOptions worker_options;
@@ -231,6 +238,7 @@ int main(int argc, char** argv) {
   service_options.miss_flush_seconds = miss_flush_seconds;
   service_options.max_sweep_measurements = max_sweep_measurements;
   service_options.kernel_dirs = kernel_dirs;
+  service_options.device_same_arch = device_fallback == "same-arch";
   if (!in_process) service_options.on_kernels_changed = [&worker] { worker.RestartBeforeNextRequest(); };
   server::Service service(std::move(*store), db_path, service_options);
   if (auto s = service.Start(); !s) {

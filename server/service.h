@@ -65,6 +65,10 @@ struct ServiceOptions {
   double lease_seconds = 30;
   // The runner's wait between two polls for work (a sweep submitted here wakes it at once).
   double poll_seconds = 2;
+  // Lookups of a device key may be answered by another model's row of the same architecture
+  // (tuner::LookupQuery::device_same_arch; --device-fallback same-arch). Off until `blocktune
+  // regret` has measured what it costs (docs/accelerators.md#fallback).
+  bool device_same_arch = false;
 };
 
 struct KernelReload {

@@ -105,6 +105,11 @@ Result<tuner::LookupAnswer> Service::Lookup(const KernelSpec& spec, const tuner:
   // The clock is read only when an override could be in play (most lookups have none).
   std::string now;
   if (!index->OverridesOf(spec.name()).empty()) now = tuner::UtcNow();
+  if (options_.device_same_arch && !query.device_same_arch) {
+    tuner::LookupQuery q = query;
+    q.device_same_arch = true;
+    return tuner::Lookup(spec, *index, q, now);
+  }
   return tuner::Lookup(spec, *index, query, now);
 }
 
