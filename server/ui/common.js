@@ -9,6 +9,15 @@ export const bt = (window.bt = { charts: {}, state: {}, timers: [], marks: {} })
 export const mark = (name) => { bt.marks[name] = Math.round(performance.now()); };
 const POLL_MS = 2000;
 
+// The device an external kernel's runner announced (docs/accelerators.md), in one line: model,
+// arch, memory, driver, runtime, framework; '' for none.
+export function deviceText(d) {
+  if (!d) return '';
+  const gib = d.memory_bytes ? (d.memory_bytes / 2 ** 30).toFixed(0) + ' GiB' : '';
+  return [d.model + ' (' + d.kind + ', ' + d.arch + ')', gib, d.driver && 'driver ' + d.driver, d.runtime, d.platform]
+    .filter((x) => x).join('; ');
+}
+
 export function h(tag, attrs, ...children) {
   const el = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {

@@ -2,7 +2,7 @@
 // so far, a heatmap over two parameters, parallel coordinates with brushing, slices, the
 // decision round and the failed configs; polled while the sweep runs.
 
-import { bt, mark, h, api, qs, fmtNs, fmtEta, cfgText, progressBar, chart, draw, ready, live, poll } from './common.js';
+import { bt, mark, h, api, qs, fmtNs, fmtEta, cfgText, progressBar, chart, draw, ready, live, poll, deviceText } from './common.js';
 
 // "efficiency 0.82: 30.1 s timed of 36.7 s wall; calibrate 2.0 s, ..." from the Breakdown
 // schema: every *_s phase except the totals, largest first.
@@ -89,6 +89,7 @@ export async function pageSweep(main, id) {
     document.getElementById('sweep-head').replaceChildren(h('dl', { class: 'kv' },
       h('dt', {}, 'kernel'), h('dd', {}, h('a', { href: '/ui/kernels/' + s.kernel }, s.kernel), ' ', s.dtype, ', ', s.threads + ' thread(s)'),
       h('dt', {}, 'hardware'), h('dd', {}, s.hardware),
+      ...(s.device ? [h('dt', {}, 'device'), h('dd', { id: 'sweep-device' }, deviceText(s.device))] : []),
       h('dt', {}, 'strategy'), h('dd', {}, s.strategy + (s.budget ? ', budget ' + s.budget : '')),
       h('dt', {}, 'status'), h('dd', { id: 'sweep-status', class: s.stalled ? 'bad' : '' }, s.status +
         (s.error ? ': ' + s.error : '') +

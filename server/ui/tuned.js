@@ -1,7 +1,7 @@
 // /ui/tuned/{kernel}/{dtype}/{hardware}/{bucket}: why a tuned row holds its config: the
 // bucket's fastest configs with their samples, the noise band, the override, the sweep.
 
-import { h, api, qs, fmtNs, fmtAge, cfgText, chart, draw, ready, quantile } from './common.js';
+import { h, api, qs, fmtNs, fmtAge, cfgText, chart, draw, ready, quantile, deviceText } from './common.js';
 
 export async function pageTuned(main, kernel, dtype, hardware, bucket) {
   const x = await api('/v1/tuned/explain' + qs({ kernel, hardware, dtype, bucket, top: 20 }));
@@ -9,7 +9,8 @@ export async function pageTuned(main, kernel, dtype, hardware, bucket) {
   const kv = (pairs) => h('dl', { class: 'kv' }, pairs.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)]));
   main.replaceChildren(
     h('h1', {}, 'Why ', h('span', { class: 'mono', id: 'tuned-config' }, cfgText(w.config))),
-    kv([['kernel', h('a', { href: '/ui/kernels/' + w.kernel }, w.kernel)], ['dtype', w.dtype], ['hardware', w.hardware], ['bucket', w.bucket],
+    kv([['kernel', h('a', { href: '/ui/kernels/' + w.kernel }, w.kernel)], ['dtype', w.dtype], ['hardware', w.hardware],
+      ...(x.sweep && x.sweep.device ? [['device', deviceText(x.sweep.device)]] : []), ['bucket', w.bucket],
       ['median', fmtNs(w.median_ns) + ' over ' + w.samples + ' samples'],
       ['speedup over default', w.speedup !== null ? '×' + w.speedup.toFixed(2) + ' (default ' + cfgText(x.default_config) + ': ' + fmtNs(w.default_median_ns) + ')' : 'default config not measured in this sweep'],
       ['measured', w.measured_at + ' (' + fmtAge(w.age_seconds) + ' ago)' + (w.stale ? ', stale: ' + w.stale_reason : '')],
