@@ -44,14 +44,14 @@ Result<tuner::DeviceIdentity> ParseDeviceIdentity(std::string_view json_text) {
     if (!ok) return InvalidArgument("must be an integer >= 0, not " + m->dump().substr(0, 40), "device.memory_bytes");
     id.memory_bytes = m->is_number_unsigned() ? static_cast<int64_t>(m->get<uint64_t>()) : m->get<int64_t>();
   }
-  for (auto [name, field] : std::initializer_list<std::pair<std::string_view, std::string*>>{
-           {"kind", &id.kind},
-           {"vendor", &id.vendor},
-           {"model", &id.model},
-           {"arch", &id.arch},
-           {"driver", &id.driver},
-           {"runtime", &id.runtime},
-           {"platform", &id.platform}}) {
+  for (auto [name, field] :
+       std::initializer_list<std::pair<std::string_view, std::string*>>{{"kind", &id.kind},
+                                                                        {"vendor", &id.vendor},
+                                                                        {"model", &id.model},
+                                                                        {"arch", &id.arch},
+                                                                        {"driver", &id.driver},
+                                                                        {"runtime", &id.runtime},
+                                                                        {"platform", &id.platform}}) {
     const std::string path = "device." + std::string(name);
     auto v = j.find(name);
     if (v == j.end()) continue;

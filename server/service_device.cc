@@ -22,9 +22,7 @@ namespace {
 // runner says anything. More would turn a runner that always dies into minutes of timeouts.
 constexpr size_t kDeviceProbes = 2;
 
-Error DeviceError(const std::string& message) {
-  return Error{ErrorCode::kFailedPrecondition, message, "device"};
-}
+Error DeviceError(const std::string& message) { return Error{ErrorCode::kFailedPrecondition, message, "device"}; }
 
 }  // namespace
 
@@ -53,8 +51,8 @@ Result<std::string> Service::SettleDevice(const store::SweepRecord& sweep, const
   tuner::Measurement m;
   for (const Config& c : probes) {
     m = tuner::Measurement();
-    evaluator->Measure(
-        tuner::EvalRequest{&spec, plan.problem, request.threads, request.seed, timing, hw.cpu.isa}, c, m);
+    evaluator->Measure(tuner::EvalRequest{&spec, plan.problem, request.threads, request.seed, timing, hw.cpu.isa}, c,
+                       m);
     if (!m.device_error.empty()) {
       return std::unexpected(DeviceError("sweep " + std::to_string(sweep.id) + ": " + m.device_error +
                                          "; nothing was stored under its key"));
@@ -72,8 +70,8 @@ Result<std::string> Service::SettleDevice(const store::SweepRecord& sweep, const
   if (key != filed && (!sweep.device.empty() || tables::IsDeviceKey(filed))) {
     return std::unexpected(DeviceError(
         "sweep " + std::to_string(sweep.id) + " is filed under " + filed +
-        (sweep.device.empty() ? std::string() : " (" + sweep.device + ")") + ", but its runner now measures on " +
-        key + (m.device.empty() ? std::string(" (no device line)") : " (" + m.device + ")") +
+        (sweep.device.empty() ? std::string() : " (" + sweep.device + ")") + ", but its runner now measures on " + key +
+        (m.device.empty() ? std::string(" (no device line)") : " (" + m.device + ")") +
         ": the device changed within the sweep (a runner restarted on another device?); nothing was stored under " +
         key + " and the sweep fails"));
   }

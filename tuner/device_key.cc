@@ -18,8 +18,9 @@ char Lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + '
 
 // Words of a model name that name the vendor or its brand, not the device.
 bool BrandWord(std::string_view w) {
-  static const std::set<std::string_view> kBrand = {"nvidia", "amd",   "ati", "radeon", "instinct",    "geforce",
-                                                    "tesla",  "intel", "google", "corporation", "r", "tm", "gpu"};
+  static const std::set<std::string_view> kBrand = {"nvidia",  "amd",   "ati",   "radeon", "instinct",
+                                                    "geforce", "tesla", "intel", "google", "corporation",
+                                                    "r",       "tm",    "gpu"};
   return kBrand.count(w) > 0;
 }
 

@@ -87,6 +87,15 @@ PY
 echo "fake_device_kernel n=4096 on $key: http: $http_block  header: $app_block  python: $py_block"
 [[ "$http_block" == "$app_block" && "$http_block" == "$py_block" ]]
 
+# --- The explicit option: another model of the architecture answers as tuned_fallback ------------
+kill "$daemon_pid"; wait "$daemon_pid" 2>/dev/null || true; daemon_pid=
+StartDaemon --log-level warn --device-fallback same-arch "${kdir[@]}"
+curl -fsS "$url/v1/lookup?kernel=fake_device_kernel&n=4096&hardware=gpu.nvidia.sm90.h100" >"$work/h100.json"
+grep -q '"source":"tuned_fallback"' "$work/h100.json" && grep -q "\"hardware\":\"$key\"" "$work/h100.json" || { cat "$work/h100.json"; exit 1; }
+for other in gpu.nvidia.sm80.a100 "$host"; do  # never another architecture, nor the CPU
+  curl -fsS "$url/v1/lookup?kernel=fake_device_kernel&n=4096&hardware=$other" | grep -q '"source":"default"'
+done
+
 # --- Refused: an invalid identity, and a device that changes within a sweep -----------------
 rows() {  # rows of table $1 for sweep $2 in the database $3
   python3 -c "import sqlite3,sys; c=sqlite3.connect(sys.argv[3]); print(c.execute('SELECT COUNT(*) FROM '+sys.argv[1]+' WHERE sweep_id=?', (int(sys.argv[2]),)).fetchone()[0])" "$@"
@@ -127,3 +136,18 @@ assert c.execute("SELECT COUNT(*) FROM hardware_profiles WHERE hardware_key LIKE
 PY
 echo "refused: $(grep -o 'device line is invalid[^;]*' "$work/invalid.out" | head -1)"
 echo "refused: $(grep -o 'but the runner answered from [^ ]*' "$work/change.out" | head -1)"
+
+# --- Across databases: db merge and push keep the device key and the identity ---------------
+"${cli[@]}" db merge "$work/merged.db" "$work/db/blocktune.db" >"$work/merge.out"
+"${cli[@]}" push --server "$url" --token-file "$work/db/token" "$local_db" >"$work/push.out"
+curl -fsS "$url/v1/sweeps?limit=100" >"$work/sweeps.json"
+python3 - "$work/merged.db" "$work/sweeps.json" "$key" <<'PY'
+import json, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+rows = c.execute("SELECT h.hardware_key, s.device FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id").fetchall()
+assert rows and all(k == sys.argv[3] and json.loads(d)["model"] == "NVIDIA H200" for k, d in rows), rows
+assert {k for (k,) in c.execute("SELECT hardware_key FROM tuned_entries")} == {sys.argv[3]}
+pushed = [s for s in json.load(open(sys.argv[2]))["sweeps"] if s["status"] == "failed" and s["hardware"] == sys.argv[3]]
+assert len(pushed) == 1 and pushed[0]["device"]["model"] == "NVIDIA H200", pushed
+PY
+echo "db merge and push: the device key and its identity kept"

@@ -63,9 +63,8 @@ TEST(DeviceKey, TheIdentityRoundTripsThroughItsStoredJson) {
           "driver": "570.86.15", "runtime": "jax 0.11.0, cuda 12080", "platform": "jax"})");
   ASSERT_TRUE(id.has_value());
   const std::string text = DeviceIdentityJson(*id);
-  EXPECT_EQ(text,
-            R"({"kind":"gpu","vendor":"nvidia","model":"NVIDIA H200","arch":"sm90","memory_bytes":150754820096,)"
-            R"("driver":"570.86.15","runtime":"jax 0.11.0, cuda 12080","platform":"jax"})");
+  EXPECT_EQ(text, R"({"kind":"gpu","vendor":"nvidia","model":"NVIDIA H200","arch":"sm90","memory_bytes":150754820096,)"
+                  R"("driver":"570.86.15","runtime":"jax 0.11.0, cuda 12080","platform":"jax"})");
   auto again = ParseDeviceIdentity(text);
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(*again, *id);
@@ -129,7 +128,8 @@ TEST(DeviceKey, DeviceKeysFallBackNowhereUnlessAskedForTheirArchitecture) {
   EXPECT_EQ(h200.row, tables::kNoId);
   EXPECT_EQ(tables::SourceOf(h200), tables::Source::kDefault);
   // The option: the same architecture's other model, never another architecture.
-  const auto same_arch = view.ResolveQuery(view.PrepareSameArch("gpu.nvidia.sm90.h200"), "bf16", std::string_view("b1"));
+  const auto same_arch =
+      view.ResolveQuery(view.PrepareSameArch("gpu.nvidia.sm90.h200"), "bf16", std::string_view("b1"));
   ASSERT_NE(same_arch.row, tables::kNoId);
   EXPECT_EQ(rows[same_arch.row].id, 1);
   EXPECT_EQ(tables::SourceOf(same_arch), tables::Source::kTunedFallback);

@@ -92,8 +92,9 @@ TEST_F(MigrateDeviceKeysTest, LegacyImportKeysBecomeDeviceKeysEverywhere) {
   auto st = Store::Open(path_);  // migrates to the latest version
   ASSERT_TRUE(st) << st.error().ToString();
   EXPECT_EQ((*st)->maintenance().IntegrityCheck().value_or(""), "ok");
-  EXPECT_EQ(Texts("SELECT hardware_key FROM hardware_profiles"),
-            (std::multiset<std::string>{"gpu.amd.gfx90a.mi250x", "gpu.nvidia.sm80.a100", "x86_64.avx2.amd.fam25_mod1.t1"}));
+  EXPECT_EQ(
+      Texts("SELECT hardware_key FROM hardware_profiles"),
+      (std::multiset<std::string>{"gpu.amd.gfx90a.mi250x", "gpu.nvidia.sm80.a100", "x86_64.avx2.amd.fam25_mod1.t1"}));
   EXPECT_EQ(Texts("SELECT h.hardware_key FROM sweeps s JOIN hardware_profiles h ON h.id = s.hardware_id ORDER BY s.id"),
             (std::multiset<std::string>{"gpu.nvidia.sm80.a100", "gpu.nvidia.sm80.a100", "gpu.amd.gfx90a.mi250x"}));
   EXPECT_EQ(Texts("SELECT hardware_key || ' ' || bucket || ' ' || median_ns FROM tuned_entries"),
