@@ -41,7 +41,7 @@ Result<std::string> Service::SettleDevice(const store::SweepRecord& sweep, const
     if (probes.size() >= kDeviceProbes) break;
     if (c != fallback) probes.push_back(c);
   }
-  tuner::TimingOptions timing = options_.sweep.timing;
+  tuner::timing::TimingOptions timing = options_.sweep.timing;
   timing.repetitions = 1;
   timing.max_retries = 0;
   timing.min_repetition_ns = 1e6;  // 1 ms: the time is thrown away
