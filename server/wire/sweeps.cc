@@ -64,6 +64,11 @@ void AddSweepSchemas(Json& s) {
   Json required = Json::array();
   for (auto it = stored["properties"].begin(); it != stored["properties"].end(); ++it) required.push_back(it.key());
   stored["required"] = required;
+  // A sweep filed under a device key (gpu.nvidia.sm90.h200) names no ISA level.
+  stored["properties"]["isa"]["enum"].push_back("");
+  stored["properties"]["isa"]["description"] =
+      "the ISA level the kernels ran at (the one its hardware key names); empty for a sweep filed under a device "
+      "key, which names none";
   s["CreatedSweep"] = Object({{"id", Int()},
                               {"status", Ref("SweepStatus")},
                               {"created", Bool("false for a replay of an earlier Idempotency-Key")}});
