@@ -14,7 +14,7 @@
 namespace blocktune::store {
 namespace {
 
-constexpr char kReadHeaderSql[] =
+constexpr char kReaderHeaderSql[] =
     "SELECT application_id, user_version FROM pragma_application_id(), pragma_user_version()";
 constexpr char kReadSweepsSql[] =
     "SELECT s.id, s.kernel, s.dtype, s.threads, s.strategy, s.budget, s.seed, s.shapes, s.status, s.progress_total, "
@@ -45,7 +45,7 @@ Result<std::unique_ptr<ResultsReader>> ResultsReader::Open(const std::string& pa
   int64_t app_id = 0;
   int version = 0;
   {
-    auto st = conn->Prepare(kReadHeaderSql);
+    auto st = conn->Prepare(kReaderHeaderSql);
     if (!st)
       return MakeError(ErrorCode::kDataLoss, path + " is not a readable SQLite database (" + st.error().message + ")");
     auto row = st->Step();

@@ -204,7 +204,7 @@ Result<HardwareProfile> DecodeHardwareProfile(const Json& j) {
   if (!key) return std::unexpected(key.error());
   // An accelerator's key (docs/accelerators.md) is not made of the CPU fields: it is taken as
   // given when it is one, a key of the scheme before device keys mapped as the store's are
-  // (migration 0015).
+  // (migration 0016).
   if (const std::string device = tuner::LegacyDeviceKey(*key).value_or(*key);
       *key != h.Key() && tables::IsDeviceKey(device) && device.size() <= 128 &&
       std::all_of(device.begin(), device.end(), [](char c) {
