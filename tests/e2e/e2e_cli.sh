@@ -47,6 +47,13 @@ StartDaemon --min-repetition-ms 1 --repetitions 2 --max-cv 1000 --log-level warn
 s=(--server "$url" --token-file "$work/db/token")
 
 expect_rc 0 "$bt" health "${s[@]}"
+# What the host is served for m16 before any sweep (a checked-in row of its hardware family, or
+# the kernel's default): the decision round re-times it beside the search's best.
+expect_rc 0 "$bt" lookup matmul --shape m=16,n=16,k=16 --json "${s[@]}"
+served_before=$(python3 -c '
+import json, sys
+c = json.load(open(sys.argv[1]))["config"]
+print(",".join(f"{k}={c[k]}" for k in ("block_m", "block_n", "block_k")))' "$work/out")
 expect_rc 0 "$bt" sweep matmul --shape m=16,n=16,k=16 --strategy random --budget 2 --idempotency-key k1 --json "${s[@]}"
 grep -q '"status":"done"' "$work/out"
 expect_rc 0 "$bt" sweeps list --json "${s[@]}"
@@ -67,7 +74,23 @@ curl -fsS "$url/v1/tuned/explain?$explain_query" | grep -q '"ranked":\[{'
 [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/tuned/explain?kernel=matmul") == 400 ]]
 [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/v1/winners?stale_days=0") == 400 ]]
 # 1 ms x 2 repetitions on a loaded machine may be judged unstable (a timing verdict): both count.
-[[ $(grep -cE ' (ok|unstable) ' "$work/out") == 2 ]] || { echo "FAIL: measurements"; cat "$work/out"; exit 1; }
+# The search's budget of 2, then only the decision round's joiners the search did not reach:
+# the kernel's default (96x512x256) and the config served before the sweep.
+budget2_joiners_only() {  # DB SWEEP_ID: 2..4 rows, the served config among them, extras only joiners
+  local db=$1 id=$2 c n bad=0
+  n=$(sqlite3 "$db" "SELECT COUNT(*) FROM measurements WHERE sweep_id = $id")
+  for c in $(sqlite3 "$db" "SELECT config FROM measurements WHERE sweep_id = $id ORDER BY id LIMIT -1 OFFSET 2"); do
+    [[ $c == block_m=96,block_n=512,block_k=256 || $c == "$served_before" ]] || bad=1
+  done
+  sqlite3 "$db" "SELECT config FROM measurements WHERE sweep_id = $id" | grep -qxF "$served_before" || bad=1
+  [[ $n -ge 2 && $n -le 4 && $bad == 0 ]] || {
+    echo "FAIL: sweep $id's measurements in $db (served before: $served_before)"
+    sqlite3 "$db" "SELECT id, config, outcome FROM measurements WHERE sweep_id = $id"; return 1; }
+}
+measured_n=$(grep -cE ' (ok|unstable) ' "$work/out" || true)
+[[ $measured_n == $(sqlite3 "$work/db/blocktune.db" "SELECT COUNT(*) FROM measurements WHERE sweep_id = 1") ]] ||
+  { echo "FAIL: measurements listed"; cat "$work/out"; exit 1; }
+budget2_joiners_only "$work/db/blocktune.db" 1
 
 expect_rc 4 "$bt" sweeps cancel 1 "${s[@]}"
 expect_rc 4 "$bt" sweeps show 99 "${s[@]}"
@@ -113,7 +136,11 @@ expect_rc 0 "$bt" misses --json "${s[@]}"
 grep -q '"hardware":"zz.none","bucket":"m128_n128_k128","dims":{"m":100,"n":100,"k":100},"fallback":0,"nearest":0,"default":2,"count":2' "$work/out" ||
   { echo "FAIL: misses"; cat "$work/out"; exit 1; }
 grep -q '"bucket":"m32_n32_k32"' "$work/out"
-if grep -q '"bucket":"m16_n16_k16"' "$work/out"; then echo "FAIL: a tuned hit was counted"; cat "$work/out"; exit 1; fi
+# m16 missed once, in the lookup before its sweep; the tuned hits since are not counted.
+if grep -q '"bucket":"m16_n16_k16"' "$work/out" &&
+  ! grep -qE '"bucket":"m16_n16_k16","dims":\{[^}]*\},[^}]*"count":1,' "$work/out"; then
+  echo "FAIL: a tuned hit was counted"; cat "$work/out"; exit 1
+fi
 expect_rc 0 "$bt" misses --kernel matmul --top 5 "${s[@]}"
 grep -q 'zz.none' "$work/out"
 expect_rc 4 "$bt" misses --kernel nope "${s[@]}"
@@ -137,14 +164,14 @@ expect_rc 2 "$bt" sweep matmul --shape m=16 --strategy nope "${s[@]}"
 expect_rc 0 "$bt" backup --json "${s[@]}"
 backup=$(sed -n 's/.*"path":"\([^"]*\)".*/\1/p' "$work/out")
 [[ $(sqlite3 "$backup" "PRAGMA integrity_check") == ok ]]
-# The backup holds what the live database holds: the first sweep's 2 measurements and the 2 of
-# the one --from-misses queued, plus in that one, when timing made m16's winner a config other
-# than the default, the row a lookup now serves m32 (m16's), which joins the decision round.
+# The backup holds what the live database holds: the first sweep's measurements and the 2 of
+# the one --from-misses queued, plus in that one the decision round's joiners the search did not
+# reach (the default, and the row a lookup served m32 before it).
 n1=$(sqlite3 "$backup" "SELECT COUNT(*) FROM measurements WHERE sweep_id = 1")
 n2=$(sqlite3 "$backup" "SELECT COUNT(*) FROM measurements WHERE sweep_id = 2")
 all=$(sqlite3 "$backup" "SELECT COUNT(*) FROM measurements")
 live=$(sqlite3 "$work/db/blocktune.db" "SELECT COUNT(*) FROM measurements")
-[[ $n1 == 2 && ($n2 == 2 || $n2 == 3) && $all == $((n1 + n2)) && $live == "$all" ]] || {
+[[ $n1 == "$measured_n" && $n2 -ge 2 && $n2 -le 4 && $all == $((n1 + n2)) && $live == "$all" ]] || {
   echo "FAIL: the backup ($all) holds other measurements than the live database ($live) or the two sweeps':"
   sqlite3 "$backup" "SELECT id, sweep_id, bucket, config, outcome FROM measurements"; exit 1; }
 expect_rc 0 "$bt" backup --db "$work/db/blocktune.db" --out "$work/copy.db"
@@ -157,12 +184,14 @@ expect_rc 3 "$bt" health "${s[@]}"
 expect_rc 0 "$bt" sweep --local --db "$work/local.db" matmul --shape m=16,n=16,k=16 --strategy random --budget 2 \
   --min-repetition-ms 1 --repetitions 2 --json
 grep -q '"status":"done"' "$work/out"
-[[ $(sqlite3 "$work/local.db" "SELECT COUNT(*) FROM measurements") == 2 ]]
+budget2_joiners_only "$work/local.db" 1
 # The transfer strategy on the same database, whose random sweep is its prior: the strategy
 # name passes the API, the CLI and the schema's CHECK, and the search keeps to its budget.
 expect_rc 0 "$bt" sweep --local --db "$work/local.db" matmul --shape m=64,n=64,k=64 --strategy transfer --budget 3 \
   --min-repetition-ms 1 --repetitions 2 --json
 grep -q '"strategy":"transfer"' "$work/out"
 grep -q '"status":"done"' "$work/out"
-[[ $(sqlite3 "$work/local.db" "SELECT COUNT(*) FROM measurements WHERE sweep_id = 2") == 3 ]]
+# 3 searched, plus at most the default and the served row when the search did not reach them.
+n_transfer=$(sqlite3 "$work/local.db" "SELECT COUNT(*) FROM measurements WHERE sweep_id = 2")
+[[ $n_transfer -ge 3 && $n_transfer -le 5 ]]
 echo PASS
