@@ -221,6 +221,15 @@ std::string GenerateHeader(const KernelSpec& spec, const std::vector<tuner::Tune
        "  return LookupInTable<kRows, kStale, kIndex, kDefault, kDims>(memo, dims, hardware_key, dtype);\n}\n\n";
   o << "inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view dtype" << params << ") {\n"
     << "  return LookupDims(hardware_key, dtype, " << braced << ");\n}\n\n";
+  o << "// A device key (gpu.<vendor>.<arch>.<model>) without rows of its own answered by another\n"
+       "// model's row of the same architecture (source kTunedFallback, fallback_levels 1), as\n"
+       "// `blocktuned --device-fallback same-arch` answers; LookupDims never does (off until\n"
+       "// `blocktune regret` has measured what it costs). Other keys: as LookupDims.\n"
+       "inline Lookup LookupDimsSameArch(std::string_view hardware_key, std::string_view dtype,\n"
+       "                                 const std::array<std::int64_t, "
+    << nd
+    << ">& dims) {\n"
+       "  return LookupInTableSameArch<kRows, kStale, kIndex, kDefault, kDims>(dims, hardware_key, dtype);\n}\n\n";
   o << "// Looks up with this machine's hardware key for the given thread count. The first call detects\n"
        "// the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves\n"
        "// the host's key at every thread count against kNames; later calls start from those.\n";

@@ -81,7 +81,14 @@ std::string GeneratePython(const KernelSpec& spec, const std::vector<tuner::Tune
       << " >= " << d.max << " else " << (max_is_pow2 ? pow2 : "min(" + pow2 + ", " + std::to_string(d.max) + ")")
       << ")\n";
   }
-  o << "    return _TABLE.lookup(hardware_key, dtype, (" << values << "))\n";
+  o << "    return _TABLE.lookup(hardware_key, dtype, (" << values
+    << "))\n\n\n"
+       "def infer_block_sizes_same_arch(hardware_key, dtype, **dims):\n"
+       "    \"\"\"infer_block_sizes, where a device key (gpu.<vendor>.<arch>.<model>) without rows of its own\n"
+       "    is answered by another model's row of its architecture (tuned_fallback), as blocktuned\n"
+       "    --device-fallback same-arch answers; off in infer_block_sizes until blocktune regret has\n"
+       "    measured what it costs.\"\"\"\n"
+       "    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, same_arch=True)\n";
   return o.str();
 }
 

@@ -61,7 +61,10 @@ def test_identity_json_is_validated() -> None:
     assert DeviceIdentity.from_json(good).to_json() == good
     for bad, field in (({**good, "colour": "green"}, "device.colour"), ({**good, "memory_bytes": -1}, "device.memory_bytes"),
                        ({**good, "memory_bytes": True}, "device.memory_bytes"), ({**good, "model": 7}, "device.model"),
-                       ({**good, "driver": "x" * 300}, "device.driver"), ({**good, "arch": "!!"}, "device.arch")):
+                       ({**good, "driver": "x" * 300}, "device.driver"), ({**good, "arch": "!!"}, "device.arch"),
+                       # Control characters, refused as external/device.cc refuses them (byte 0 too).
+                       ({**good, "model": "H200\n"}, "device.model"), ({**good, "runtime": "\x1b[31m"}, "device.runtime"),
+                       ({**good, "platform": "\x7f"}, "device.platform")):
         with pytest.raises(InvalidIdentity) as e:
             DeviceIdentity.from_json(bad)
         assert e.value.field == field, e.value

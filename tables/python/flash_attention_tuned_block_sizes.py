@@ -112,3 +112,11 @@ def infer_block_sizes(hardware_key, dtype, **dims):
     v6 = int(dims["causal"])
     v6 = 0 if v6 < 0 else (1 if v6 > 1 else v6)
     return _TABLE.lookup(hardware_key, dtype, (v0, v1, v2, v3, v4, v5, v6, ))
+
+
+def infer_block_sizes_same_arch(hardware_key, dtype, **dims):
+    """infer_block_sizes, where a device key (gpu.<vendor>.<arch>.<model>) without rows of its own
+    is answered by another model's row of its architecture (tuned_fallback), as blocktuned
+    --device-fallback same-arch answers; off in infer_block_sizes until blocktune regret has
+    measured what it costs."""
+    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, same_arch=True)

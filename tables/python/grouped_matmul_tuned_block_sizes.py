@@ -86,3 +86,11 @@ def infer_block_sizes(hardware_key, dtype, **dims):
     v3 = int(dims["groups"])
     v3 = 1 if v3 <= 1 else (256 if v3 >= 256 else 1 << (v3 - 1).bit_length())
     return _TABLE.lookup(hardware_key, dtype, (v0, v1, v2, v3, ))
+
+
+def infer_block_sizes_same_arch(hardware_key, dtype, **dims):
+    """infer_block_sizes, where a device key (gpu.<vendor>.<arch>.<model>) without rows of its own
+    is answered by another model's row of its architecture (tuned_fallback), as blocktuned
+    --device-fallback same-arch answers; off in infer_block_sizes until blocktune regret has
+    measured what it costs."""
+    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, same_arch=True)

@@ -179,3 +179,11 @@ def infer_block_sizes(hardware_key, dtype, **dims):
     v2 = int(dims["k"])
     v2 = 1 if v2 <= 1 else (65536 if v2 >= 65536 else 1 << (v2 - 1).bit_length())
     return _TABLE.lookup(hardware_key, dtype, (v0, v1, v2, ))
+
+
+def infer_block_sizes_same_arch(hardware_key, dtype, **dims):
+    """infer_block_sizes, where a device key (gpu.<vendor>.<arch>.<model>) without rows of its own
+    is answered by another model's row of its architecture (tuned_fallback), as blocktuned
+    --device-fallback same-arch answers; off in infer_block_sizes until blocktune regret has
+    measured what it costs."""
+    return _resolve.infer(TUNED, DEFAULT, BUCKET_DIMS, hardware_key, dtype, dims, same_arch=True)

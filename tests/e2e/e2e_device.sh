@@ -63,6 +63,14 @@ int main() {
   auto cpu = t::fake_device_kernel::LookupBlockSizes("$host", "f32", 4096);
   auto other = t::fake_device_kernel::LookupBlockSizes("gpu.nvidia.sm90.h100", "f32", 4096);
   if (dev.source != t::Source::kTuned || cpu.source != t::Source::kDefault || other.source != t::Source::kDefault) return 2;
+  // The explicit same-architecture lookup: the H100 gets the H200's row, never another
+  // architecture or the CPU.
+  auto same = t::fake_device_kernel::LookupDimsSameArch("gpu.nvidia.sm90.h100", "f32", {{4096}});
+  auto a100 = t::fake_device_kernel::LookupDimsSameArch("gpu.nvidia.sm80.a100", "f32", {{4096}});
+  auto cpu_same = t::fake_device_kernel::LookupDimsSameArch("$host", "f32", {{4096}});
+  if (same.source != t::Source::kTunedFallback || same.hardware != "$key" || same.fallback_levels != 1 ||
+      same.config.block != dev.config.block || a100.source != t::Source::kDefault ||
+      cpu_same.source != t::Source::kDefault) return 3;
   std::printf("%lld\n", (long long)dev.config.block);
   return 0;
 }
@@ -76,6 +84,9 @@ c, source, hw, bucket = t.infer_block_sizes('$key', 'f32', n=4096)
 assert source == 'tuned' and hw == '$key', (source, hw)
 assert t.infer_block_sizes('$host', 'f32', n=4096)[1] == 'default'
 assert t.infer_block_sizes('gpu.nvidia.sm90.h100', 'f32', n=4096)[1] == 'default'
+same = t.infer_block_sizes_same_arch('gpu.nvidia.sm90.h100', 'f32', n=4096)
+assert same[1] == 'tuned_fallback' and same[2] == '$key' and same[0] == c, same
+assert t.infer_block_sizes_same_arch('gpu.nvidia.sm80.a100', 'f32', n=4096)[1] == 'default'
 print(c['block'])")
 python3 - "$work/tables/json/fake_device_kernel_tuned_block_sizes.json" "$key" <<'PY'
 import json, sys

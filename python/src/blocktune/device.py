@@ -125,6 +125,10 @@ class DeviceIdentity:
                 raise InvalidIdentity(f"device.{f}", f"must be a string, not {type(v).__name__}")
             elif len(v) > 256:
                 raise InvalidIdentity(f"device.{f}", f"longer than 256 characters ({len(v)})")
+            elif (bad := next((i for i, ch in enumerate(v.encode()) if ch < 0x20 or ch == 0x7F), None)) is not None:
+                # As the C++ side (external/device.cc) refuses it: a newline or an escape in a
+                # name would reach logs, generated tables' comments and the dashboard.
+                raise InvalidIdentity(f"device.{f}", f"control character at byte {bad}")
             values[f] = v
         ident = cls(**values)
         derive_key(ident)  # raises for an identity that makes no key

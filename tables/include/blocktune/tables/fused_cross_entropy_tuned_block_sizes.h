@@ -352,6 +352,15 @@ inline Lookup LookupBlockSizes(std::string_view hardware_key, std::string_view d
   return LookupDims(hardware_key, dtype, {{b, h, v, backward}});
 }
 
+// A device key (gpu.<vendor>.<arch>.<model>) without rows of its own answered by another
+// model's row of the same architecture (source kTunedFallback, fallback_levels 1), as
+// `blocktuned --device-fallback same-arch` answers; LookupDims never does (off until
+// `blocktune regret` has measured what it costs). Other keys: as LookupDims.
+inline Lookup LookupDimsSameArch(std::string_view hardware_key, std::string_view dtype,
+                                 const std::array<std::int64_t, 4>& dims) {
+  return LookupInTableSameArch<kRows, kStale, kIndex, kDefault, kDims>(dims, hardware_key, dtype);
+}
+
 // Looks up with this machine's hardware key for the given thread count. The first call detects
 // the CPU (CPUID and BLOCKTUNE_ISA, once per process: see HostKeys in resolve.h) and resolves
 // the host's key at every thread count against kNames; later calls start from those.

@@ -140,6 +140,19 @@ LookupOf<Rows, Dims> LookupInTableById(
   return AnswerFrom(Rows, Stale, r, Default, bucket, hardware_key);
 }
 
+// LookupInTable with the same-architecture level (IndexView::PrepareSameArch): a device key
+// with no row of its own is answered by another model's row of its architecture, as
+// `blocktuned --device-fallback same-arch` answers. Explicit, never the default, and without
+// the memo: an application asks for it once per device, not before every launch.
+template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
+LookupOf<Rows, Dims> LookupInTableSameArch(
+    const std::array<std::int64_t, std::extent_v<std::remove_reference_t<decltype(Dims)>>>& values,
+    std::string_view hardware_key, std::string_view dtype) {
+  const auto bucket = RoundBucketOf<Dims>(values);
+  const Resolution r = Index.Choose(Index.PrepareSameArch(hardware_key), Index.DtypeId(dtype), bucket.values);
+  return AnswerFrom(Rows, Stale, r, Default, bucket, hardware_key);
+}
+
 // The dtype is found among the table's (a few compares, folded away for a literal where this
 // is inlined), then LookupInTableById.
 template <const auto& Rows, const auto& Stale, const auto& Index, const auto& Default, const auto& Dims>
