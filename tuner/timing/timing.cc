@@ -15,6 +15,20 @@ using Clock = std::chrono::steady_clock;
 // repetition stays within 10% of it.
 constexpr double kAim = 1.03;
 
+// A batch sized to reach the minimum that ends at least this far into it is topped up to the
+// minimum and kept as repetition 1 (the calls it ran are warm calls like every repetition's;
+// throwing it away cost a repetition, ~20 ms, on 126 of the 512^3 sweep's 180 configs). One
+// that ends shorter says its predictor was far off (a cold first call on fresh instances runs
+// up to 2x slow), so the calls right after it may still be warming: it is calibration, and its
+// own per-call time sizes the next batch.
+constexpr double kTopUpFrom = 0.75;
+
+// A measurement shorter than this (0.5% of the default 20 ms minimum) sizes the next batch at
+// most 10x its calls: a clock read costs ~25 ns, so a few calls of a sub-microsecond kernel can
+// read far off. Longer ones size it directly (a 2 ms call grew 1 -> 10 -> 11 calls under the
+// 10x rule, wasting the 10-call batch).
+constexpr double kReliableNs = 100e3;
+
 double SteadyNs() { return std::chrono::duration<double, std::nano>(Clock::now().time_since_epoch()).count(); }
 
 Result<double> TimeBatch(const std::function<Status()>& run, int64_t iterations, double (*clock_ns)() = nullptr) {
@@ -80,55 +94,59 @@ double RobustCv(const std::vector<double>& v) {
 Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options) {
   // Warm-up: first touch of outputs, packing buffers and thread pool start-up are not measured.
   const auto clock = options.clock_ns;
+  const double min_ns = options.min_repetition_ns;
   auto warm = TimeBatch(run, 1, clock);
   if (!warm) return std::unexpected(warm.error());
 
-  // Grow the batch until it reaches the minimum repetition time: aim kAim past it (Google
-  // Benchmark aims 40% past, which made the 512^3 sweep's repetitions average 28 ms for a 20 ms
-  // minimum), and grow at most 10x per step so one lucky fast call cannot explode the count. `batch` is the last warm
-  // batch of `iterations` calls (none yet: the warm-up is cold); the one that reaches the minimum is kept as the first
-  // repetition, the shorter ones are calibration.
-  int64_t iterations = 1;
-  double elapsed = *warm;
-  double calibrate_ns = *warm;
-  bool batch = false;
-  if (elapsed < options.min_repetition_ns) {
-    // The warm-up call pays first touches and is slower than the calls after it (2x for a
-    // 512^3 matmul here), so growing from it undershoots: the batch falls short of the
-    // minimum and is thrown away (~20 ms a config). One more single call predicts better.
-    auto one = TimeBatch(run, 1, clock);
-    if (!one) return std::unexpected(one.error());
-    elapsed = *one;
-    batch = true;
-  }
-  while (elapsed < options.min_repetition_ns && iterations < options.max_iterations) {
-    calibrate_ns += elapsed;  // a batch that fell short of the minimum
-    // elapsed < minimum, so ratio > 1 and the count grows by at least one.
-    const double ratio = elapsed > 0 ? kAim * options.min_repetition_ns / elapsed : 10.0;
-    const auto next = static_cast<int64_t>(std::ceil(static_cast<double>(iterations) * std::min(ratio, 10.0)));
-    iterations = std::clamp(next, iterations + 1, options.max_iterations);
-    auto t = TimeBatch(run, iterations, clock);
-    if (!t) return std::unexpected(t.error());
-    elapsed = *t;
-  }
-
   TimingResult result;
-  result.iterations = iterations;
-  if (batch && options.repetitions > 0) {
-    // The batch that ended the growth ran `iterations` warm calls: the first repetition.
-    const double per_call = elapsed / static_cast<double>(iterations);
-    result.samples_ns.push_back(per_call);
-    result.timed_ns += elapsed;
-    // The rest at the count this batch's own per-call time predicts: a batch that overshot
-    // (a count of a few calls rounds up by up to a call) is not repeated 4 more times.
-    if (per_call > 0) {
-      const auto want = static_cast<int64_t>(std::ceil(kAim * options.min_repetition_ns / per_call));
-      iterations = std::clamp<int64_t>(want, 1, options.max_iterations);
-      result.iterations = iterations;
+  int64_t iterations = 1;
+  double calibrate_ns = *warm;
+  if (*warm < min_ns) {
+    // Repetition 1 is sized from the warm-up call itself: on the 512^3 sweep a warm-up call is
+    // within 2% of a warm one (median; 0.8x-1.13x), so the single warm call the growth used to
+    // predict from cost a call per config and bought nothing. `pred_ns` for `pred_calls` calls
+    // is the best per-call estimate so far; `first_ns` for `first_calls` the repetition so far.
+    int64_t pred_calls = 1;
+    double pred_ns = *warm;
+    int64_t first_calls = 0;
+    double first_ns = 0;
+    while (first_ns < min_ns && first_calls < options.max_iterations) {
+      const double per_call = pred_ns / static_cast<double>(pred_calls);
+      double want = per_call > 0 ? std::ceil((kAim * min_ns - first_ns) / per_call) : 10.0 * pred_calls;
+      // An estimate from a short measurement (timer reads, a lucky call) grows the count at most
+      // 10x (Google Benchmark's rule), so it cannot overshoot the repetition by much.
+      if (pred_ns < kReliableNs) want = std::min(want, 10.0 * static_cast<double>(pred_calls));
+      const double room = static_cast<double>(options.max_iterations - first_calls);
+      const auto n = static_cast<int64_t>(std::clamp(want, 1.0, room));
+      auto t = TimeBatch(run, n, clock);
+      if (!t) return std::unexpected(t.error());
+      if (first_calls > 0 || *t >= kTopUpFrom * min_ns || n >= options.max_iterations) {
+        first_calls += n;  // repetition 1, or a top-up of it
+        first_ns += *t;
+        pred_calls = first_calls;
+        pred_ns = first_ns;
+      } else {
+        calibrate_ns += *t;  // far short: the warm-up was unrepresentative; this batch predicts
+        pred_calls = n;
+        pred_ns = *t;
+      }
     }
-  } else if (batch) {
-    calibrate_ns += elapsed;
+    const double per_call = first_ns / static_cast<double>(first_calls);
+    if (options.repetitions > 0) {
+      result.samples_ns.push_back(per_call);
+      result.timed_ns += first_ns;
+    } else {
+      calibrate_ns += first_ns;
+    }
+    // The rest at the count repetition 1's own per-call time predicts: one that overshot
+    // (a count of a few calls rounds up by up to a call) is not repeated 4 more times.
+    iterations = first_calls;
+    if (per_call > 0) {
+      const auto want = static_cast<int64_t>(std::ceil(kAim * min_ns / per_call));
+      iterations = std::clamp<int64_t>(want, 1, options.max_iterations);
+    }
   }
+  result.iterations = iterations;
   result.calibrate_ns = calibrate_ns;
   for (int r = static_cast<int>(result.samples_ns.size()); r < options.repetitions; ++r) {
     auto t = TimeBatch(run, iterations, clock);

@@ -48,8 +48,8 @@ struct TimingResult {
   double median_ns = 0;
   double cv = 0;
   // Wall time of the kept repetitions, and of the calls that were not kept (the warm-up and
-  // growth batches shorter than the minimum): what the sweep's breakdown counts as timed and
-  // as calibration.
+  // any batch that fell far short of the minimum): what the sweep's breakdown counts as timed
+  // and as calibration.
   double timed_ns = 0;
   double calibrate_ns = 0;
 };
@@ -65,13 +65,15 @@ double RobustCv(const std::vector<double>& v);
 
 // Times `run`; the first failure it returns stops timing and is returned. With
 // options.repetitions == 0 it only warms up and calibrates: `iterations` is set, no samples.
-// The growth batch that reached the minimum time is kept as the first repetition (as Google
-// Benchmark keeps the run that met its minimum time): it is warm calls after the warm-up like
-// every other repetition, and re-running it would cost one repetition per config. The growth
-// aims 3% past the minimum, and the count of the repetitions after the first is rescaled from
-// the first one's per-call time, so that each repetition lasts between the minimum and 10%
-// more whenever a call is under ~5% of the minimum (a longer call rounds up by up to a call).
-// `iterations` is that rescaled count (what TimeRepeatedAt and retries reuse).
+// After one warm-up call (not measured), repetition 1 is a batch sized from that call's time to
+// reach 3% past the minimum; if it ends short of the minimum but past 3/4 of it, it is topped up
+// with the calls its own per-call time says are missing, and kept (as Google Benchmark keeps the
+// run that met its minimum time): its calls are warm calls like every other repetition's, and
+// re-running it would cost one repetition per config. A batch that ends shorter is calibration
+// and sizes the next. The count of the repetitions after the first is rescaled from the first
+// one's per-call time, so that each repetition lasts between the minimum and 10% more whenever
+// a call is under ~5% of the minimum (a longer call rounds up by up to a call). `iterations` is
+// that rescaled count (what TimeRepeatedAt and retries reuse).
 Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const TimingOptions& options);
 
 // `options.repetitions` repetitions of `iterations` calls each, without warm-up or growth: for
