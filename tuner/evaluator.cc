@@ -20,26 +20,61 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 }
 
 // Reference outputs for verification problems, reused across configs that share a problem
-// (many configs differ only in a block size the verification shape does not depend on).
+// (many configs differ only in a block size the verification shape does not depend on). The
+// least recently used ones go past 128 MiB, counted as twice the problem's minimum traffic
+// (inputs, outputs and the reference copy of the outputs): the 512^3 matmul bucket's 180
+// configs verify on 90 problems (~100 MiB), and a cap of 16 instances recomputed 158
+// references (0.5 s) where 90 do.
 class ReferenceCache {
  public:
   KernelInstance* Get(const KernelSpec& spec, const Problem& p) {
-    const std::string key = std::string(spec.name()) + "|" + p.ToString();
+    const std::string key = Key(spec, p);
+    ++tick_;
     auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second.get();
-    if (cache_.size() >= 16) cache_.clear();  // verification problems are small; 16 bounds memory
+    if (it != cache_.end()) {
+      it->second.used = tick_;
+      return it->second.instance.get();
+    }
+    const double bytes = 2.0 * spec.Bytes(p);
+    while (!cache_.empty() && bytes_ + bytes > kMaxBytes) {
+      auto oldest = cache_.begin();
+      for (auto e = cache_.begin(); e != cache_.end(); ++e) {
+        if (e->second.used < oldest->second.used) oldest = e;
+      }
+      Erase(oldest);
+    }
     const auto start = std::chrono::steady_clock::now();
     auto inst = spec.MakeInstance(p, /*seed=*/0x5eed);
     inst->RunReference();
     reference_s += SecondsSince(start);
-    return (cache_[key] = std::move(inst)).get();
+    bytes_ += bytes;
+    Entry& e = cache_[key];
+    e = Entry{std::move(inst), bytes, tick_};
+    return e.instance.get();
   }
   double reference_s = 0;  // spent computing references (the misses), for the breakdown
   // Drops an instance whose inputs a kernel modified: its reference no longer matches them.
-  void Evict(const KernelSpec& spec, const Problem& p) { cache_.erase(std::string(spec.name()) + "|" + p.ToString()); }
+  void Evict(const KernelSpec& spec, const Problem& p) {
+    if (auto it = cache_.find(Key(spec, p)); it != cache_.end()) Erase(it);
+  }
 
  private:
-  std::map<std::string, std::unique_ptr<KernelInstance>> cache_;
+  static constexpr double kMaxBytes = 128.0 * 1024 * 1024;
+  struct Entry {
+    std::unique_ptr<KernelInstance> instance;
+    double bytes = 0;
+    uint64_t used = 0;  // tick_ of the last Get
+  };
+  static std::string Key(const KernelSpec& spec, const Problem& p) {
+    return std::string(spec.name()) + "|" + p.ToString();
+  }
+  void Erase(std::map<std::string, Entry>::iterator it) {
+    bytes_ -= it->second.bytes;
+    cache_.erase(it);
+  }
+  std::map<std::string, Entry> cache_;
+  double bytes_ = 0;
+  uint64_t tick_ = 0;
 };
 
 std::string Describe(const VerifyReport& r) {

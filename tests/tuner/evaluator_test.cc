@@ -1,5 +1,6 @@
 // The in-process evaluator's timing verdicts: input rotation, times below the physical floor
-// (invalid), and spread that stays too wide after the retries (unstable).
+// (invalid), and spread that stays too wide after the retries (unstable); and its reference
+// cache.
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -78,6 +79,35 @@ TEST(Evaluator, TooNoisyAfterRetriesIsUnstable) {
   EXPECT_NE(m.detail.find("after 3 timing attempts"), std::string::npos) << m.detail;
   EXPECT_EQ(m.detail.rfind("robust cv", 0), 0u) << m.detail;
   EXPECT_EQ(m.samples_ns.size(), 3u);
+}
+
+// Verification problems that differ by config (as matmul's do, by block size), more of them
+// than the 16 instances the reference cache used to hold.
+class ManyProblemsSpec : public CountingSpec {
+ public:
+  Problem VerificationProblem(const Config& c, const Problem& p) const override {
+    Problem small = p;
+    small.dims.Set("n", 64 + c.Get("a").value_or(0));
+    return small;
+  }
+};
+
+TEST(Evaluator, ComputesEachReferenceOnceWhileTheyFit) {
+  ManyProblemsSpec spec;
+  EvalRequest r = FakeEval(spec);
+  r.timing.rotation_sets = 1;
+  r.timing.repetitions = 1;
+  InProcessEvaluator eval;
+  Measurement m;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (int64_t a = 1; a <= 20; ++a) {
+      eval.Measure(r, NamedInts({{"a", a}, {"b", 2}}), m);
+      EXPECT_EQ(m.outcome, Outcome::kOk) << m.detail;
+    }
+    // 20 verification instances (a few KiB each, far under the cache's 128 MiB) and one timed
+    // set; the second pass makes none.
+    EXPECT_EQ(spec.instances, 20 + 1) << "pass " << pass;
+  }
 }
 
 }  // namespace
