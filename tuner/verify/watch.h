@@ -36,7 +36,8 @@ class RunWatch {
   std::vector<uint64_t> input_hashes_;
 };
 
-// FNV-1a over the bytes: 64 bits make an accidental match of a modified input ~2^-64.
+// A 64-bit hash of the bytes (four lanes of multiply-rotate rounds over 8-byte words): any one
+// changed word always changes it, and an accidental match of a modified input is ~2^-64.
 uint64_t HashBytes(const std::byte* data, size_t size);
 
 }  // namespace blocktune::tuner::verify
