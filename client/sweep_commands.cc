@@ -207,7 +207,7 @@ int RunSweepLocal(const Common& c, const SweepArgs& a, const server::wire::Sweep
       service.Stop();
       return Finish(c, body, *st, tty);
     }
-    std::this_thread::sleep_for(std::chrono::duration<double>(a.poll_seconds));
+    service.WaitForTask(a.poll_seconds);
   }
 }
 

@@ -70,6 +70,7 @@ void Service::Stop() {
   }
   stop_now_ = true;
   runner_cv_.notify_all();
+  task_cv_.notify_all();
   if (runner_.joinable()) runner_.join();
   if (leaser_.joinable()) {
     leaser_.join();

@@ -107,6 +107,10 @@ class Service {
   Result<store::CreatedSweep> SubmitSweep(const KernelSpec& spec, const tuner::SweepRequest& request,
                                           const std::string& idempotency_key, const std::string& canonical_request);
   Result<SweepView> GetSweep(int64_t id);
+  // Blocks until the runner finishes a task (a sweep's bucket, or its last) or `seconds` pass:
+  // `sweep --local` waits on this between progress lines instead of sleeping, so its command
+  // ends when the sweep does, not up to a poll interval (0.5 s) later.
+  void WaitForTask(double seconds);
   Result<std::vector<store::SweepRecord>> ListSweeps(std::optional<store::SweepStatus> status, int64_t after_id,
                                                      int64_t limit);
   Result<store::SweepRecord> CancelSweep(int64_t id);
@@ -211,6 +215,8 @@ class Service {
   std::atomic<bool> cancel_current_{false};
   std::atomic<bool> runner_alive_{false};
   std::thread runner_;
+  std::condition_variable task_cv_;  // notified (under runner_mu_) after each task the runner ran
+  int64_t tasks_run_ = 0;
   std::thread leaser_;  // LeaseLoop: renews the claims, notices a sweep taken over or cancelled elsewhere
 
   MissCounter misses_;

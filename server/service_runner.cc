@@ -88,7 +88,13 @@ void Service::RunnerLoop() {
           spdlog::warn("sweep taken over sweep={} from=\"{}\" (its committed measurements are kept)", (*task)->sweep_id,
                        (*task)->taken_from);
         }
-        if (RunTask(**task)) continue;
+        const bool ran = RunTask(**task);
+        {
+          std::lock_guard lock(runner_mu_);
+          ++tasks_run_;
+        }
+        task_cv_.notify_all();
+        if (ran) continue;
       }
     }
     std::unique_lock lock(runner_mu_);
@@ -98,6 +104,12 @@ void Service::RunnerLoop() {
     wake_ = false;
   }
   runner_alive_ = false;
+}
+
+void Service::WaitForTask(double seconds) {
+  std::unique_lock lock(runner_mu_);
+  const int64_t seen = tasks_run_;
+  task_cv_.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return tasks_run_ != seen || stopping_; });
 }
 
 void Service::LeaseLoop() {
