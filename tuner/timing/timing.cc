@@ -101,7 +101,7 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
   TimingResult result;
   int64_t iterations = 1;
   double calibrate_ns = *warm;
-  if (*warm < min_ns) {
+  if (*warm < min_ns && options.max_iterations > 0) {
     // Repetition 1 is sized from the warm-up call itself: on the 512^3 sweep a warm-up call is
     // within 2% of a warm one (median; 0.8x-1.13x), so the single warm call the growth used to
     // predict from cost a call per config and bought nothing. `pred_ns` for `pred_calls` calls
