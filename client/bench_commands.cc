@@ -336,6 +336,8 @@ int RunRegret(const Common& c, const RegretArgs& a) {
           j["robust_cv"] = row.cv;
           j["speedup_vs_default"] = row.speedup_vs_default;
           j["regret_vs_best"] = row.regret_vs_best;
+          j["paired_gain"] = row.paired_gain;
+          j["noise_band"] = row.noise_band;
           j["beyond_noise"] = row.beyond_noise;
         } else {
           j["detail"] = row.detail;

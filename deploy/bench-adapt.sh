@@ -13,8 +13,10 @@
 # second profile on one host would. Prints adapt's wall time, one line per bucket and the
 # summary the issue asks for (within 2% of the reference on >= 90% of buckets, never slower
 # than the default beyond the noise, geomean over the default at least the reference's minus
-# 1%); everything is also left in DIR (adapt.json, regret/*.json, summary.md). Publishing the
-# rows is a separate, gated step it prints at the end.
+# 1%), and how the decision rounds decided (rows kept at the default, verdicts that took extra
+# rounds); everything is also left in DIR (adapt.json, regret/*.json, summary.md). Publishing the
+# rows is a separate, gated step it prints at the end. Two independent runs (two DIRs) are
+# compared with deploy/compare-adapt.sh DIR_A DIR_B [--isa LEVEL].
 set -euo pipefail
 cd "$(dirname "$0")/.."
 isa="" budget=15 work="" threads=1,2
@@ -146,6 +148,19 @@ if both:
     out.append(f"within 2% of the reference: {within} of {ref_n} buckets ({100 * within / ref_n:.0f}%)")
     out.append(f"geomean over the default on those {both}: adapt {math.exp(log_both_new / both):.3f}, "
                f"reference {math.exp(log_ref / both):.3f}")
+# How this run's decision rounds decided (final_rounds, one row per candidate; the round's
+# decision text, verdict and rounds repeated on each).
+import sqlite3
+sweeps = [s["sweep"] for s in json.load(open(f"{work}/adapt-{level}.json"))["sweeps"]]
+if sweeps:
+    db = sqlite3.connect(f"{work}/adapt.db")
+    marks = ",".join("?" * len(sweeps))
+    rounds = db.execute(f"SELECT sweep_id, bucket, MAX(decision), MAX(rounds) FROM final_rounds "
+                        f"WHERE sweep_id IN ({marks}) GROUP BY sweep_id, bucket", sweeps).fetchall()
+    kept_default = sum(1 for r in rounds if r[2].startswith("kept default"))
+    extra = sum(1 for r in rounds if (r[3] or 1) > 1)
+    out.append(f"decision rounds: {len(rounds)}; kept the default in {kept_default}; "
+               f"{extra} took extra rounds for a close verdict")
 text = "\n".join(out)
 print(text)
 open(f"{work}/summary-{level}.md", "w").write(text + "\n")

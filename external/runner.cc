@@ -23,6 +23,7 @@
 
 #include "external/device.h"
 #include "external/runner_guard.h"
+#include "tuner/timing/paired.h"
 #include "tuner/timing/timing.h"
 
 namespace blocktune::external {
@@ -260,8 +261,7 @@ class RunnerProcess {
     }
   }
 
-  // Collects the exit status (killing the runner at `deadline`); "exited with status 3",
-  // "was killed by SIGSEGV".
+  // Collects the exit status (killing the runner at `deadline`): "exited with status 3", "was killed by SIGSEGV".
   std::string Reap(double deadline) {
     std::string how = "is gone";
     bool killed = false;
@@ -460,8 +460,8 @@ class Runners final : public tuner::RunnerMeasurer {
     }
   }
 
-  // Repetition r of every config before repetition r + 1 of any: one-repetition requests in
-  // turn, so drift in the machine's speed hits every config alike.
+  // Repetition r of every config before repetition r + 1 of any, one-repetition requests in
+  // timing::CycleOrder's turn (as in-process rounds): drift in speed hits every config alike.
   std::vector<Measurement> MeasureInterleaved(const tuner::EvalRequest& request,
                                               const std::vector<Config>& configs) override {
     const RunnerSpec& spec = *request.spec->runner();
@@ -469,7 +469,7 @@ class Runners final : public tuner::RunnerMeasurer {
     std::vector<std::vector<double>> samples(configs.size());
     std::vector<bool> live(configs.size(), true);
     for (int r = 0; r < std::max(1, request.timing.repetitions); ++r) {
-      for (size_t i = 0; i < configs.size(); ++i) {
+      for (size_t i : tuner::timing::CycleOrder(configs.size(), r)) {
         if (!live[i]) continue;
         if (!Ask(request, spec, configs[i], 1, out[i])) {
           live[i] = false;

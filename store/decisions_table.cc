@@ -7,11 +7,16 @@ namespace {
 constexpr char kDeleteFinalRoundSql[] = "DELETE FROM final_rounds WHERE sweep_id = ? AND bucket = ?";
 constexpr char kInsertFinalRoundSql[] =
     "INSERT INTO final_rounds (sweep_id, bucket, config, position, is_incumbent, chosen, outcome, iterations, "
-    "repetitions, median_ns, cv, noise_band, decision, created_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
+    "repetitions, median_ns, cv, noise_band, decision, verdict_config, verdict_against, verdict_reference, "
+    "verdict_config_ns, verdict_reference_ns, verdict_gain, verdict_beats, verdict_cycles, verdict_dropped, "
+    "verdict_rounds, rounds, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+    "strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))";
 constexpr char kSelectFinalRoundSql[] =
     "SELECT config, is_incumbent, chosen, outcome, iterations, COALESCE(median_ns, 0), COALESCE(cv, 0), noise_band, "
-    "decision FROM final_rounds WHERE sweep_id = ? AND bucket = ? ORDER BY position";
+    "decision, verdict_config, verdict_against, verdict_reference, verdict_config_ns, verdict_reference_ns, "
+    "verdict_gain, verdict_beats, verdict_cycles, verdict_dropped, verdict_rounds, rounds "
+    "FROM final_rounds WHERE sweep_id = ? AND bucket = ? ORDER BY position";
 
 }  // namespace
 
@@ -38,6 +43,14 @@ Status DecisionsTable::Record(const tuner::FinalRound& round) {
         ins->BindNull(10).BindNull(11);
       }
       ins->Bind(12, round.noise_band).Bind(13, round.decision);
+      if (const auto& v = round.verdict) {
+        ins->Bind(14, v->config.ToString()).Bind(15, v->against).Bind(16, v->reference.ToString());
+        ins->Bind(17, v->config_ns).Bind(18, v->reference_ns).Bind(19, v->gain);
+        ins->Bind(20, static_cast<int64_t>(v->beats)).Bind(21, v->cycles).Bind(22, v->dropped).Bind(23, v->rounds);
+      } else {
+        for (int col = 14; col <= 23; ++col) ins->BindNull(col);
+      }
+      ins->Bind(24, round.rounds);
       if (auto s = ins->Run(); !s) return s;
     }
     return Status{};
@@ -72,6 +85,25 @@ Result<tuner::FinalRound> DecisionsTable::Get(int64_t sweep_id, const std::strin
     if (st->Int(2) != 0) round.chosen = *config;
     round.noise_band = st->Double(7);
     round.decision = st->Text(8);
+    if (!st->IsNull(9)) {
+      auto vc = NamedInts::Parse(st->Text(9));
+      auto vr = NamedInts::Parse(st->Text(11));
+      if (!vc || !vr) return MakeError(ErrorCode::kDataLoss, "final round of " + bucket + " has a malformed verdict");
+      tuner::Verdict v;
+      v.config = *vc;
+      v.against = st->Text(10);
+      v.reference = *vr;
+      v.config_ns = st->Double(12);
+      v.reference_ns = st->Double(13);
+      v.gain = st->Double(14);
+      v.noise_band = round.noise_band;
+      v.beats = st->Int(15) != 0;
+      v.cycles = st->Int(16);
+      v.dropped = st->Int(17);
+      v.rounds = st->Int(18);
+      round.verdict = std::move(v);
+    }
+    round.rounds = st->Int(19);
     round.candidates.push_back(std::move(m));
     any = true;
   }

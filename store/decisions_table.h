@@ -1,5 +1,6 @@
 // The final_rounds table: each bucket's decision round (tuner::FinalRound), the best configs
-// and the incumbent re-timed interleaved, which one was chosen and why.
+// and the incumbent re-timed interleaved, which one was chosen and why, and the paired verdict
+// that decided it (tuner::Verdict; migration 0017).
 #pragma once
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 
 #include "tuner/search/stored_buckets.h"
 #include "tuner/timing/floor.h"
+#include "tuner/timing/paired.h"
 #include "tuner/verify/watch.h"
 
 namespace blocktune::tuner {
@@ -152,6 +153,15 @@ struct Rotation {
 
 RunnerMeasurerFactory runner_factory = nullptr;
 
+// "config|threads|minimum repetition ns": a count calibrated for another minimum repetition time
+// is not this request's. The regression gate verifies with 1 ms repetitions and then times
+// 20 ms ones; with the count keyed by config alone its interleaved rounds reused the 1 ms count,
+// and on a loaded machine every other one of those short repetitions was preempted.
+std::string CalibrationKey(const Config& config, const EvalRequest& request) {
+  return config.ToString() + "|" + std::to_string(request.threads) + "|" +
+         std::to_string(static_cast<int64_t>(request.timing.min_repetition_ns));
+}
+
 }  // namespace
 
 void SetRunnerMeasurerFactory(RunnerMeasurerFactory factory) { runner_factory = factory; }
@@ -176,7 +186,7 @@ struct InProcessEvaluator::Cache {
   ReferenceCache references;
   std::string timed_key;  // kernel|problem|seed|sets of `timed`
   Rotation timed;
-  // Iterations per repetition each config was calibrated to on `timed` ("config|threads"), so
+  // Iterations per repetition each config was calibrated to on `timed` (CalibrationKey), so
   // a decision round of configs this process measured before skips their growth batches: at
   // 2048^3 a growth batch is a whole 0.2 s call per config, 21 of a 153 s sweep's seconds.
   std::map<std::string, int64_t> calibrated;
@@ -224,7 +234,7 @@ Result<timing::TimingResult> TimeStable(Rotation& rot, const Config& config, con
   const int64_t extra_max = static_cast<int64_t>(std::max(r.timing.max_retries, 0)) * static_cast<int64_t>(window);
   int64_t extra = 0;
   while (window > 0 && best_cv > r.timing.max_cv && extra < extra_max) {
-    auto one = timing::TimeFixed(run, t->iterations);
+    auto one = timing::TimeFixed(run, t->iterations, r.timing.clock_ns);
     if (!one) return std::unexpected(one.error());
     all.push_back(*one);
     ++extra;
@@ -308,7 +318,7 @@ void InProcessEvaluator::Measure(const EvalRequest& request, const Config& confi
   int attempts = 0;
   FillTiming(TimeStable(rot, config, request, attempts, cache_->costs), m);
   if (m.outcome == Outcome::kOk && m.iterations > 0) {
-    cache_->calibrated[config.ToString() + "|" + std::to_string(request.threads)] = m.iterations;
+    cache_->calibrated[CalibrationKey(config, request)] = m.iterations;
   }
   JudgeTiming(request, attempts, m);
 }
@@ -330,21 +340,14 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
   Rotation& rot = cache_->Timed(request);
   std::vector<Measurement> out(configs.size());
   // Calibrate each config's iteration count first (no repetitions), then take repetition r
-  // of every config before repetition r + 1 of any. A config this process calibrated on this
-  // problem already gets one warm-up call at its known count instead.
+  // of every config before repetition r + 1 of any, in the order timing::CycleOrder gives
+  // cycle r. A config this process calibrated on this problem already keeps its count.
   timing::TimingOptions calibrate = request.timing;
   calibrate.repetitions = 0;
   std::vector<int64_t> iterations(configs.size(), 0);
   for (size_t i = 0; i < configs.size(); ++i) {
     const auto run = [&] { return rot.Run(configs[i], request.threads); };
-    if (auto known = cache_->calibrated.find(configs[i].ToString() + "|" + std::to_string(request.threads));
-        known != cache_->calibrated.end()) {
-      auto warm = timing::TimeFixed(run, 1);
-      if (!warm) {
-        FillTiming(std::unexpected(warm.error()), out[i]);
-        continue;
-      }
-      cache_->costs.calibrate_s += *warm * 1e-9;
+    if (auto known = cache_->calibrated.find(CalibrationKey(configs[i], request)); known != cache_->calibrated.end()) {
       iterations[i] = known->second;
       out[i].outcome = Outcome::kOk;
       out[i].iterations = known->second;
@@ -361,9 +364,22 @@ std::vector<Measurement> InProcessEvaluator::MeasureInterleaved(const EvalReques
     out[i].iterations = t->iterations;
   }
   for (int r = 0; r < request.timing.repetitions; ++r) {
-    for (size_t i = 0; i < configs.size(); ++i) {
+    for (size_t i : timing::CycleOrder(configs.size(), r)) {
       if (out[i].outcome != Outcome::kOk) continue;
-      auto t = timing::TimeFixed([&] { return rot.Run(configs[i], request.threads); }, iterations[i]);
+      const auto run = [&] { return rot.Run(configs[i], request.threads); };
+      if (r == 0) {
+        // One warm call right before each config's first repetition, whether it was calibrated
+        // just now or earlier in this process: otherwise the first repetition of whichever
+        // config was calibrated longest ago started colder than the others (the decision round
+        // reuses the search's counts; regret calibrates everything fresh).
+        auto warm = timing::TimeFixed(run, 1, request.timing.clock_ns);
+        if (!warm) {
+          FillTiming(std::unexpected(warm.error()), out[i]);
+          continue;
+        }
+        cache_->costs.calibrate_s += *warm * 1e-9;
+      }
+      auto t = timing::TimeFixed(run, iterations[i], request.timing.clock_ns);
       if (!t) {
         FillTiming(std::unexpected(t.error()), out[i]);
         continue;

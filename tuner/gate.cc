@@ -11,7 +11,7 @@
 #include "kernels/core/fingerprint.h"
 #include "kernels/core/hardware.h"
 #include "tuner/lookup.h"
-#include "tuner/sweep.h"
+#include "tuner/timing/paired.h"
 
 namespace blocktune::tuner {
 namespace {
@@ -190,11 +190,15 @@ Result<std::vector<TunedEntry>> GatedMerge(std::vector<TunedEntry> base, const s
       std::snprintf(buf, sizeof buf, "re-timing: old %s, new %s", std::string(OutcomeName(old_m.outcome)).c_str(),
                     std::string(OutcomeName(new_m.outcome)).c_str());
     } else {
-      rec.noise_band = NoiseBand(new_m, old_m, options.min_noise_band);
-      const double gain = 1.0 - new_m.median_ns / old_m.median_ns;
-      rec.decision = gain > rec.noise_band ? "replaced" : "kept";
-      std::snprintf(buf, sizeof buf, "new config %.1f%% %s than the old, noise band %.1f%%", 100 * std::abs(gain),
-                    gain >= 0 ? "faster" : "slower", 100 * rec.noise_band);
+      // Paired, as the decision round judges a pair (tuner/decision.h): the per-cycle ratios of
+      // the two configs' interleaved repetitions and the band of their spread.
+      const timing::PairedComparison c =
+          timing::ComparePaired(new_m.samples_ns, old_m.samples_ns, options.min_noise_band);
+      rec.noise_band = c.band;
+      rec.decision = c.Beats() ? "replaced" : "kept";
+      std::snprintf(buf, sizeof buf, "new config %.1f%% %s than the old, noise band %.1f%% (%lld paired repetitions)",
+                    100 * std::abs(c.gain), c.gain >= 0 ? "faster" : "slower", 100 * rec.noise_band,
+                    static_cast<long long>(c.cycles));
     }
     ev.record = rec;
     if (rec.decision == "replaced") {

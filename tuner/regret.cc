@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "tuner/sweep.h"
+#include "tuner/timing/paired.h"
 
 namespace blocktune::tuner {
 
@@ -169,8 +170,14 @@ RegretReport MeasureRegret(const KernelSpec& spec, const std::vector<RegretBucke
         r.cv = timing::RobustCv(m.samples_ns);
         if (def.outcome == Outcome::kOk && def.median_ns > 0) {
           r.speedup_vs_default = def.median_ns / m.median_ns;
-          r.beyond_noise =
-              slot[i] != slot[0] && std::abs(m.median_ns / def.median_ns - 1) > NoiseBand(m, def, min_noise_band);
+          if (slot[i] != slot[0]) {
+            // The decision round's verdict on the same pair (tuner/decision.h): the per-cycle
+            // ratios of the two and their band.
+            const timing::PairedComparison c = timing::ComparePaired(m.samples_ns, def.samples_ns, min_noise_band);
+            r.paired_gain = c.gain;
+            r.noise_band = c.band;
+            r.beyond_noise = std::abs(c.gain) > c.band;
+          }
         }
         r.regret_vs_best = m.median_ns / out.best_ns - 1;
       }

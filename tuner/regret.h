@@ -63,7 +63,11 @@ struct RegretRow {
   double cv = 0;                  // robust CV of the interleaved repetitions
   double speedup_vs_default = 0;  // default median / this median (1 for the default itself)
   double regret_vs_best = 0;      // this median / the bucket's best median - 1 (0: the best)
-  // |speedup - 1| beyond the noise band of this row and the default (sweep.h NoiseBand).
+  // Against the default, paired as the decision round judges a pair (timing/paired.h): 1 -
+  // the median of the per-cycle ratios this / default, and the band of that pair.
+  double paired_gain = 0;
+  double noise_band = 0;
+  // |paired_gain| beyond noise_band: faster (gain > 0) or slower than the default for real.
   bool beyond_noise = false;
 };
 

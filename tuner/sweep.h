@@ -26,6 +26,24 @@
 
 namespace blocktune::tuner {
 
+// One paired verdict of a decision round: a config against a reference (the default, the
+// incumbent row, the served row), from the cycles of the interleaved rounds in which both were
+// timed (timing/paired.h). The record says what decided a bucket's row: both figures, the band
+// and how many repetitions and rounds it rests on.
+struct Verdict {
+  Config config;
+  std::string against;  // "default", "incumbent" or "served"
+  Config reference;
+  double config_ns = 0;  // medians over the paired cycles
+  double reference_ns = 0;
+  double gain = 0;        // 1 - median of the per-cycle ratios config / reference
+  double noise_band = 0;  // of this pair: max(min band, 2 standard errors of that median)
+  int64_t cycles = 0;     // paired repetitions the verdict rests on
+  int64_t dropped = 0;    // cycles left out as disturbed (timing/paired.h)
+  int64_t rounds = 0;     // interleaved rounds they came from: the decision round and extra ones
+  bool beats = false;     // gain > noise_band
+};
+
 // The decision round of one bucket: the best configs of the search (and the incumbent) timed
 // again with their repetitions interleaved, and what was chosen from it.
 struct FinalRound {
@@ -38,8 +56,12 @@ struct FinalRound {
   // took part.
   std::optional<Config> served;
   Config chosen;
-  double noise_band = 0;  // relative difference treated as noise
-  std::string decision;   // "new", "replaced incumbent ...", "kept incumbent ..."
+  double noise_band = 0;  // the band of the verdict that decided (0: none did)
+  std::string decision;   // "new", "replaced incumbent ...", "kept incumbent ...", with the figures
+  // The verdict that decided the row: for a new row the closest of the verdicts it had to win,
+  // for a kept one the best challenger's lost verdict (or the kept row's claim over the default).
+  std::optional<Verdict> verdict;
+  int64_t rounds = 1;  // interleaved rounds the decision took: 1 + the extra rounds of close verdicts
 };
 
 class SweepSink {
@@ -114,6 +136,20 @@ struct SweepOptions {
   // Smallest noise band: a challenger must beat the incumbent by more than this (and by more
   // than two standard errors of the median difference) to replace it.
   double min_noise_band = 0.02;
+  // A verdict within one standard error of its band (timing::PairedComparison::Close) gets its
+  // pair timed again, `timing.repetitions` more interleaved cycles a round, at most this many
+  // rounds per bucket: the band narrows as 1 / sqrt(cycles), so close calls are settled by
+  // evidence and the clear ones cost nothing extra.
+  int max_extra_rounds = 2;
+  // An extra round expected to take longer than this (its configs' repetitions at their medians
+  // and counts, and a warm call each) is not run: at 0.6 s a call, one more round of a pair is
+  // 7 s, a tenth of what adapt gives a whole bucket.
+  double extra_round_seconds = 2;
+  // A search measurement whose repetitions spread more than this (plain CV) is timed again
+  // before the search is told it, and the quieter of the two (robust CV) is kept: one disturbed
+  // measurement (cv 0.09 at 6.21 ms for a config that runs 7.73 ms) otherwise steers the
+  // search and ranks the decision round's candidates. 0: never.
+  double retime_cv = 0.05;
   std::string tool_version = kToolVersion;  // recorded with the environment
   // The time breakdown is committed in parts at most this often (after a stored measurement),
   // and as RunSweep returns: a SIGKILL loses at most this much of it. One small UPDATE per part.
@@ -138,7 +174,23 @@ int64_t PlannedTotal(const std::vector<BucketPlan>& plans);
 
 // The relative band inside which two medians are not told apart: two standard errors of the
 // difference of two medians of `samples` repetitions with the given CVs (the standard error
-// of a median is ~1.25 CV / sqrt(n)), and at least `min_band`.
+// of a median is ~1.25 CV / sqrt(n)), and at least `min_band`. For measurements that were not
+// timed side by side (the search's, in `explain`'s ranking). Decisions on configs timed in one
+// interleaved round (the decision round, `blocktune regret`, the regression gate) use the
+// paired band instead (timing/paired.h, tuner/decision.h), since issue 39 found the decision
+// round and regret disagreeing on the same pairs (a 5.2% gain "inside noise band 5.4%" that
+// regret timed at 31.7%; a 9.1% band set by the default's cv 0.118) for these reasons in the
+// round's code: (1) this band adds each config's own spread, so a slow phase that hits both
+// configs of a cycle, the usual noise at two threads on two cores, counts twice against the
+// gain instead of cancelling in their ratio; (2) only the round's fastest candidate was judged,
+// so one noisy candidate whose median came out lowest set the band and blocked the clean ones
+// behind it; (3) the round timed its configs in a fixed order with the default, incumbent and
+// served row appended last (regret: the default first), the same slot and predecessor every
+// cycle; (4) a config calibrated in the search got a single warm call (regret calibrates every
+// config afresh: a warm-up, a single call, growth batches), all before the first cycle, so its
+// first repetition came after every other config's calls, colder than regret's;
+// (5) five repetitions, with no way to get more when the verdict was close, against regret's
+// seven; (6) one search measurement with cv 0.09 ranked the round's candidates unchecked.
 double NoiseBand(double cv_a, double cv_b, int64_t samples, double min_band);
 // NoiseBand of two measurements of one interleaved round, from their robust CVs (RobustCv:
 // MAD-based, like the unstable verdict), since the medians are what is compared: one

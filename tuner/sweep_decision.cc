@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "kernels/core/fingerprint.h"
+#include "tuner/decision.h"
 #include "tuner/sweep.h"
 #include "tuner/sweep_run.h"
 #include "tuner/timing/timing.h"
@@ -135,100 +136,34 @@ Result<Flow> DecideBucket(BucketRun& b, const search::SearchSpace& space, const 
   std::vector<Measurement> retimed;
   if (candidates.size() > 1) {
     if (sink.Cancelled()) return Flow::kCancelled;
+    // Every verdict is a pair judged by the spread of its own per-cycle ratios (decision.h); a
+    // close one gets its pair timed again. Why this and not each config's own spread: the
+    // comment at NoiseBand in sweep.h and docs/tuning.md#choosing-the-winner.
+    const RoundRoles roles{candidates, searched, incumbent_at, default_at, served_at};
+    const RetimeFn more = [&](const std::vector<size_t>& which) {
+      std::vector<Config> configs;
+      double expected_ns = 0;
+      for (size_t i : which) {
+        configs.push_back(candidates[i]);
+        const Measurement& m = retimed[i];
+        expected_ns +=
+            m.median_ns * static_cast<double>(std::max<int64_t>(m.iterations, 1) * eval.timing.repetitions + 1);
+      }
+      if (expected_ns * 1e-9 > options.extra_round_seconds) return std::vector<Measurement>{};
+      return run.evaluator.MeasureInterleaved(eval, configs);
+    };
+    RoundDecision d;
     {
       PhaseTimer t(bd.decision_s);
       retimed = run.evaluator.MeasureInterleaved(eval, candidates);
+      d = DecideRound(roles, retimed, more, options.min_noise_band, options.max_extra_rounds);
     }
-    bool any = false;
-    for (size_t i = 0; i < searched; ++i) {
-      if (retimed[i].outcome != Outcome::kOk) continue;
-      if (!any || retimed[i].median_ns < retimed[chosen].median_ns) chosen = i;
-      any = true;
-    }
-    round.decision = "new";
-    if (incumbent_at && chosen != *incumbent_at) {
-      const Measurement& ch = retimed[chosen];
-      const Measurement& inc = retimed[*incumbent_at];
-      if (inc.outcome == Outcome::kOk && any) {
-        round.noise_band = NoiseBand(ch, inc, options.min_noise_band);
-        const double gain = 1.0 - ch.median_ns / inc.median_ns;
-        char buf[160];
-        if (gain > round.noise_band) {
-          std::snprintf(buf, sizeof buf, "replaced incumbent: %.1f%% faster, noise band %.1f%%", 100 * gain,
-                        100 * round.noise_band);
-        } else {
-          std::snprintf(buf, sizeof buf, "kept incumbent: challenger %.1f%% %s, inside noise band %.1f%%",
-                        100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * round.noise_band);
-          chosen = *incumbent_at;
-        }
-        round.decision = buf;
-      }
-    } else if (incumbent_at) {
-      round.decision = "kept incumbent: fastest again";
-    }
-    // Against the default, after the incumbent: what is published must beat it beyond the
-    // noise band, or the default itself is the bucket's row (with this round as evidence).
-    if (default_at && chosen != *default_at && any && retimed[*default_at].outcome == Outcome::kOk) {
-      const Measurement& ch = retimed[chosen];
-      const Measurement& def = retimed[*default_at];
-      const double band = NoiseBand(ch, def, options.min_noise_band);
-      const double gain = 1.0 - ch.median_ns / def.median_ns;
-      char buf[200];
-      if (gain > band) {
-        std::snprintf(buf, sizeof buf, "; beats the default by %.1f%%, noise band %.1f%%", 100 * gain, 100 * band);
-        round.decision += buf;
-      } else {
-        std::snprintf(buf, sizeof buf,
-                      "kept default: best challenger %.1f%% %s than the default, inside noise band %.1f%%",
-                      100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * band);
-        round.decision = buf;
-        round.noise_band = band;
-        chosen = *default_at;
-      }
-    } else if (default_at && chosen == *default_at) {
-      round.decision += "; the default is fastest";
-    }
-    // Against what the host is served now, last. When the default stands (it was fastest, or
-    // no challenger beat it beyond the noise), the served row stays only if it beats the
-    // default beyond the noise: the default is what an application gets without a table, and
-    // a row that is not measurably faster than it has no claim, wherever it came from.
-    // Otherwise a new row must beat the served one beyond the noise as well, or the served
-    // config becomes the host's own row (with this round as evidence), to spare the table churn.
-    if (served_at && default_at && chosen == *default_at && any && retimed[*served_at].outcome == Outcome::kOk &&
-        retimed[chosen].outcome == Outcome::kOk) {
-      const Measurement& sv = retimed[*served_at];
-      const Measurement& def = retimed[*default_at];
-      const double band = NoiseBand(sv, def, options.min_noise_band);
-      const double gain = 1.0 - sv.median_ns / def.median_ns;
-      char buf[200];
-      if (gain > band) {
-        std::snprintf(buf, sizeof buf, "; kept served row: it beats the default by %.1f%%, noise band %.1f%%",
-                      100 * gain, 100 * band);
-        chosen = *served_at;
-      } else {
-        std::snprintf(buf, sizeof buf, "; dropped served row: %.1f%% %s than the default, inside noise band %.1f%%",
-                      100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * band);
-      }
-      round.decision += buf;
-      round.noise_band = band;
-    } else if (served_at && chosen != *served_at && any && retimed[*served_at].outcome == Outcome::kOk &&
-               retimed[chosen].outcome == Outcome::kOk) {
-      const Measurement& ch = retimed[chosen];
-      const Measurement& sv = retimed[*served_at];
-      const double band = NoiseBand(ch, sv, options.min_noise_band);
-      const double gain = 1.0 - ch.median_ns / sv.median_ns;
-      char buf[200];
-      if (gain > band) {
-        std::snprintf(buf, sizeof buf, "; beats the served row by %.1f%%, noise band %.1f%%", 100 * gain, 100 * band);
-        round.decision += buf;
-      } else {
-        std::snprintf(buf, sizeof buf, "; kept served row: %.1f%% %s than it, inside noise band %.1f%%",
-                      100 * std::fabs(gain), gain >= 0 ? "faster" : "slower", 100 * band);
-        round.decision += buf;
-        round.noise_band = band;
-        chosen = *served_at;
-      }
-    }
+    chosen = d.chosen;
+    round.decision = std::move(d.text);
+    round.noise_band = d.noise_band;
+    round.verdict = std::move(d.verdict);
+    round.rounds = d.rounds;
+    retimed = std::move(d.timed);
   } else {
     round.decision = incumbent_at ? "kept incumbent: only candidate" : "new: only candidate";
   }

@@ -141,15 +141,40 @@ struct BucketRun {
   Measurement Base(const Config& c) const;
   // The index in `results` of config `c`'s measurement in this sweep: the stored one (a resumed
   // sweep replays what it measured before a restart), or measured now and recorded. The
-  // search and the decision round both go through here, so no config is measured twice.
+  // search and the decision round both go through here, so no config is measured twice. A
+  // measurement noisier than SweepOptions::retime_cv is timed again first (Retime).
   Result<size_t> MeasureOnce(const Config& c);
+  // Times an ok measurement's config again (interleaved timing, at its calibrated count) and
+  // keeps the quieter of the two by robust CV; `detail` says so.
+  void Retime(Measurement& m);
 
   SweepRun& run;
   const BucketPlan& plan;
   const EvalRequest eval;
   std::vector<Measurement> results;
   std::map<std::string, size_t> measured;  // config string -> index in results
+  // The search's prior covers less than half of this bucket's valid configs (or there is none):
+  // transfer searches like surrogate, and the adaptive budget is more patient (SearchBudget).
+  bool thin_prior = false;
 };
+
+// How many evaluations a bucket's search gets. Fixed (the plan's) unless the strategy is
+// transfer with its default budget (what `blocktune adapt` runs), where it is spent where it
+// pays: at least `floor` evaluations (three quarters of the plan, the whole plan where the prior
+// is thin), then the search goes on while it is still finding better
+// configs, stopping once `patience` evaluations in a row brought no gain over 1%, at most
+// `cap`. The patience doubles for a bucket whose prior is thin or whose best so far beats the
+// default by a close margin (between half the smallest band and three times it): there the
+// row's verdict depends on configs the prior did not point at. Deterministic in the results,
+// so a resumed sweep replays it.
+struct SearchBudget {
+  int64_t planned = 0;  // the plan's evaluations (BucketPlan::evaluations)
+  int64_t floor = 0;
+  int64_t cap = 0;
+  int64_t patience = 0;
+  bool adaptive = false;
+};
+SearchBudget BudgetOf(const SweepRequest& request, const BucketPlan& plan, bool thin_prior);
 
 // What a phase tells RunSweep: go on, or the sink cancelled the sweep (RunSweep returns the
 // winners so far).

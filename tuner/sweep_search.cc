@@ -3,12 +3,16 @@
 // the search (ask, measure, tell) within the evaluation and time budget; see sweep_run.h.
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <optional>
 #include <utility>
 
 #include "kernels/core/fingerprint.h"
 #include "tuner/search/seeded.h"
 #include "tuner/sweep_run.h"
+#include "tuner/timing/timing.h"
 
 namespace blocktune::tuner {
 
@@ -53,10 +57,33 @@ Result<size_t> BucketRun::MeasureOnce(const Config& c) {
   Measurement fresh = Base(c);
   run.evaluator.Measure(eval, c, fresh);
   ++run.bd.measured;
+  if (fresh.outcome == Outcome::kOk && run.options.retime_cv > 0 && fresh.cv > run.options.retime_cv) Retime(fresh);
   spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", run.spec.name(),
                 plan.bucket, c.ToString(), OutcomeName(fresh.outcome), fresh.median_ns, fresh.cv);
   if (auto s = Record(fresh); !s) return std::unexpected(s.error());
   return results.size() - 1;
+}
+
+void BucketRun::Retime(Measurement& m) {
+  // Interleaved timing of the one config: it keeps the count it was just calibrated to and gets
+  // one warm call, so the second look costs its repetitions and little else.
+  const std::vector<Measurement> again = run.evaluator.MeasureInterleaved(eval, {m.config});
+  if (again.size() != 1 || again[0].outcome != Outcome::kOk || again[0].samples_ns.empty()) return;
+  const double first = timing::RobustCv(m.samples_ns);
+  const double second = timing::RobustCv(again[0].samples_ns);
+  const bool take = second < first;
+  char buf[200];
+  std::snprintf(
+      buf, sizeof buf,
+      "re-timed: cv %.3f (robust %.3f, median %.0f ns), then cv %.3f (robust %.3f, median %.0f ns); kept the %s", m.cv,
+      first, m.median_ns, again[0].cv, second, again[0].median_ns, take ? "second" : "first");
+  if (take) {
+    m.samples_ns = again[0].samples_ns;
+    m.median_ns = again[0].median_ns;
+    m.cv = again[0].cv;
+    if (again[0].iterations > 0) m.iterations = again[0].iterations;
+  }
+  m.detail = buf;
 }
 
 Status RecordInvalid(BucketRun& b) {
@@ -99,7 +126,23 @@ Result<std::unique_ptr<search::SearchStrategy>> StartSearch(BucketRun& b, const 
   const auto search_setup = Clock::now();
   search::SearchPrior prior;
   std::vector<search::ProfileSimilarity> similarity;
-  if (UsesPrior(request.strategy)) prior = run.prior.ForBucket(spec, plan, similarity);
+  if (UsesPrior(request.strategy)) {
+    prior = run.prior.ForBucket(spec, plan, similarity);
+    // Transfer's own rule for searching as surrogate: the prior ranks less than half the space.
+    size_t covered = 0;
+    if (!prior.empty()) {
+      const search::PriorLayout layout = search::LayOutPrior(prior, space);
+      for (size_t i = 0; i < space.size(); ++i) {
+        for (const auto& relative : layout.relative) {
+          if (std::isfinite(relative[i])) {
+            ++covered;
+            break;
+          }
+        }
+      }
+    }
+    b.thin_prior = 2 * covered < space.size();
+  }
   auto search = search::MakeSearch(request.strategy, space, space.Find(spec.DefaultConfig()),
                                    BucketSeed(request.seed, plan.bucket), plan.evaluations, prior);
   run.bd.search_s += SecondsSince(search_setup);
@@ -123,12 +166,40 @@ Result<std::unique_ptr<search::SearchStrategy>> StartSearch(BucketRun& b, const 
   return search;
 }
 
+SearchBudget BudgetOf(const SweepRequest& request, const BucketPlan& plan, bool thin_prior) {
+  SearchBudget b;
+  b.planned = b.floor = b.cap = plan.evaluations;
+  if (request.strategy != Strategy::kTransfer || request.budget != 0 || plan.evaluations <= 0) return b;
+  b.adaptive = true;
+  // Twice the plan at most; three quarters of it (at least 8, the strategy's own minimum) before
+  // a bucket that stopped improving may stop (with up to 8 seeds from other profiles' rows
+  // first, half a plan of 18 would leave the model one evaluation), the whole plan first where
+  // the prior is thin.
+  b.cap = std::min<int64_t>(static_cast<int64_t>(plan.valid.size()), 2 * plan.evaluations);
+  b.floor =
+      thin_prior ? plan.evaluations : std::max(std::min<int64_t>(plan.evaluations, 8), (3 * plan.evaluations + 3) / 4);
+  b.patience = std::max<int64_t>(4, (plan.evaluations + 1) / 2);
+  return b;
+}
+
 Result<Flow> RunSearch(BucketRun& b, const search::SearchSpace& space, search::SearchStrategy& search) {
   SweepRun& run = b.run;
   const BucketPlan& plan = b.plan;
+  const SearchBudget budget = BudgetOf(run.request, plan, b.thin_prior);
+  const std::string default_key = run.spec.DefaultConfig().ToString();
+  const double min_band = run.options.min_noise_band;
   const auto bucket_start = std::chrono::steady_clock::now();
+  double best_ns = 0, default_ns = 0;
+  int64_t last_gain = 0;               // evaluations done when the best last improved by over 1%
+  int64_t counted = plan.evaluations;  // evaluations the progress total holds for this bucket
   int64_t evaluated = 0;
-  for (; evaluated < plan.evaluations; ++evaluated) {
+  for (; evaluated < budget.cap; ++evaluated) {
+    if (budget.adaptive && evaluated >= budget.floor) {
+      const double gain = default_ns > 0 && best_ns > 0 ? 1.0 - best_ns / default_ns : 0.0;
+      const bool close = gain > 0.5 * min_band && gain < 3 * min_band;
+      const int64_t patience = budget.patience * (b.thin_prior || close ? 2 : 1);
+      if (evaluated - last_gain >= patience) break;
+    }
     if (run.sink.Cancelled()) return Flow::kCancelled;
     std::optional<size_t> next;
     {
@@ -143,13 +214,22 @@ Result<Flow> RunSearch(BucketRun& b, const search::SearchSpace& space, search::S
       const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - bucket_start).count();
       if (run.request.budget_seconds > 0 && elapsed_s >= run.request.budget_seconds) break;
     }
+    if (evaluated >= counted) {  // beyond the plan: the progress total grows with the search
+      ++run.total;
+      ++counted;
+    }
     auto at = b.MeasureOnce(c);
     if (!at) return std::unexpected(at.error());
     const Measurement& m = b.results[*at];
+    if (m.outcome == Outcome::kOk && m.median_ns > 0) {
+      if (m.config.ToString() == default_key) default_ns = m.median_ns;
+      if (best_ns == 0 || m.median_ns < 0.99 * best_ns) last_gain = evaluated + 1;
+      if (best_ns == 0 || m.median_ns < best_ns) best_ns = m.median_ns;
+    }
     PhaseTimer t(run.bd.search_s);
     search.Tell(*next, search::Observation{m.outcome == Outcome::kOk, m.median_ns});
   }
-  run.total -= plan.evaluations - evaluated;  // a search that stopped early shrinks the total
+  run.total -= counted - evaluated;  // a search that stopped early shrinks the total
   return Flow::kContinue;
 }
 

@@ -12,12 +12,31 @@ void AddDashboardSchemas(Json& s) {
   using namespace schema;
   s["BucketTask"] = Object(
       {{"bucket", Str()}, {"status", Ref("SweepStatus")}, {"planned", Int("measurements the bucket will record")}});
+  s["Verdict"] = Object(
+      {{"config", Ref("Config")},
+       {"against", Enum(std::array{"default", "incumbent", "served"}, "the reference it was judged against")},
+       {"reference", Ref("Config")},
+       {"config_ns", Num("median of the config's repetitions over the paired cycles")},
+       {"reference_ns", Num("median of the reference's repetitions over the same cycles")},
+       {"gain", Num("1 - the median of the per-cycle ratios config / reference (negative: slower)")},
+       {"noise_band", Num("the pair's band: max(the smallest band, 2 standard errors of that median)")},
+       {"beats", Bool("gain > noise_band")},
+       {"cycles", Int("paired repetitions the verdict rests on")},
+       {"dropped", Int("cycles left out as disturbed: a repetition well above its config's fastest one (interference "
+                       "only adds time)")},
+       {"rounds",
+        Int("interleaved rounds they came from: the decision round and the extra rounds of a close verdict")}},
+      "the paired verdict that decided a bucket's row (two configs timed in the same interleaved rounds): for a new "
+      "row the closest of the verdicts it had to win, for a kept row the best challenger's lost verdict (or the kept "
+      "row's claim over the default); null for an only candidate and for rounds recorded before verdicts were");
   s["Decision"] =
       Object({{"chosen", Ref("Config")},
               {"incumbent", Nullable(Ref("Config")), true},
-              {"noise_band", Num("relative difference treated as noise; 0 when the round recorded none (a new winner "
-                                 "that beat the default: the band is in the decision text)")},
-              {"decision", Str("new, replaced incumbent ..., or kept incumbent ...")},
+              {"noise_band", Num("the band of the verdict that decided; 0 when none did (an only candidate)")},
+              {"decision", Str("new, replaced incumbent ..., kept incumbent ..., kept default ..., kept served row "
+                               "..., with the figures of each verdict")},
+              {"verdict", Nullable(Ref("Verdict")), true},
+              {"rounds", Int("interleaved rounds the decision took: 1 + the extra rounds of close verdicts")},
               {"candidates", Array(Object({{"config", Ref("Config")},
                                            {"outcome", Ref("Outcome")},
                                            {"median_ns", Nullable(Num("null unless the outcome is ok"))},
@@ -113,10 +132,26 @@ Json EncodeDecision(const std::optional<tuner::FinalRound>& r) {
                      {"cv", m.cv},
                      {"iterations", m.iterations}});
   }
+  Json verdict = nullptr;
+  if (const auto& v = r->verdict) {
+    verdict = Json{{"config", EncodeConfig(v->config)},
+                   {"against", v->against},
+                   {"reference", EncodeConfig(v->reference)},
+                   {"config_ns", v->config_ns},
+                   {"reference_ns", v->reference_ns},
+                   {"gain", v->gain},
+                   {"noise_band", v->noise_band},
+                   {"beats", v->beats},
+                   {"cycles", v->cycles},
+                   {"dropped", v->dropped},
+                   {"rounds", v->rounds}};
+  }
   return Json{{"chosen", EncodeConfig(r->chosen)},
               {"incumbent", r->incumbent ? EncodeConfig(*r->incumbent) : Json(nullptr)},
               {"noise_band", r->noise_band},
               {"decision", r->decision},
+              {"verdict", verdict},
+              {"rounds", r->rounds},
               {"candidates", cands}};
 }
 

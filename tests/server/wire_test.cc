@@ -7,13 +7,18 @@
 #include "codegen/codegen.h"
 #include "external/spec.h"
 #include "server/api/routes.h"
+#include "server/dashboard.h"
 #include "server/http.h"
+#include "server/openapi.h"
 #include "server/service.h"
+#include "server/wire/dashboard.h"
 #include "tests/common/scratch_dir.h"
 
 #include <unistd.h>
 
 #include <cstdio>
+#include <set>
+#include <string>
 
 namespace blocktune::server::wire {
 namespace {
@@ -223,6 +228,49 @@ TEST(Codec, MeasurementsCarryTheirFingerprint) {
   auto bad = DecodeResultsBatch(wire, Limits{});
   ASSERT_FALSE(bad);
   EXPECT_EQ(bad.error().path, "measurements[1].fingerprint");
+}
+
+// The decision record says what decided (issue 39): the verdict's figures, in the explain and
+// landscape JSON, with exactly the keys the OpenAPI schema declares.
+TEST(Codec, ADecisionCarriesTheVerdictThatDecided) {
+  server::ExplainView v;
+  v.winner.entry.kernel = "matmul";
+  tuner::FinalRound round;
+  round.chosen = NamedInts({{"block_m", 48}});
+  round.noise_band = 0.02;
+  round.decision = "new; beats the default by 8.0%";
+  round.rounds = 2;
+  tuner::Verdict verdict;
+  verdict.config = round.chosen;
+  verdict.against = "default";
+  verdict.reference = NamedInts({{"block_m", 96}});
+  verdict.config_ns = 920;
+  verdict.reference_ns = 1000;
+  verdict.gain = 0.08;
+  verdict.noise_band = 0.02;
+  verdict.beats = true;
+  verdict.cycles = 8;
+  verdict.dropped = 2;
+  verdict.rounds = 2;
+  round.verdict = verdict;
+  v.decision = round;
+  const Json d = EncodeExplain(v)["decision"];
+  EXPECT_EQ(d["rounds"], 2);
+  EXPECT_EQ(d["verdict"]["against"], "default");
+  EXPECT_EQ(d["verdict"]["config_ns"], 920);
+  EXPECT_EQ(d["verdict"]["reference_ns"], 1000);
+  EXPECT_EQ(d["verdict"]["cycles"], 8);
+  EXPECT_EQ(d["verdict"]["dropped"], 2);
+  const Json schemas = server::OpenApiDocument()["components"]["schemas"];
+  for (const auto& [name, encoded] : {std::pair{"Decision", d}, std::pair{"Verdict", d["verdict"]}}) {
+    std::set<std::string> declared, sent;
+    for (const auto& [key, _] : schemas[name]["properties"].items()) declared.insert(key);
+    for (const auto& [key, _] : encoded.items()) sent.insert(key);
+    EXPECT_EQ(sent, declared) << name;
+  }
+  round.verdict.reset();
+  v.decision = round;
+  EXPECT_TRUE(EncodeExplain(v)["decision"]["verdict"].is_null());
 }
 
 TEST(Http, TokenComparisonIsExact) {

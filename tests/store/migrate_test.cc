@@ -15,10 +15,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
+#include <string_view>
 
 #include "store/migrations.h"
 #include "store/store.h"
+#include "tuner/device_models.h"
 
 namespace blocktune::store {
 namespace {
@@ -278,6 +281,17 @@ TEST_F(MigrateTest, PreviousLayoutsDatabaseOpensAndKeepsEveryRow) {
 // migrations applied, stamped as blocktune's, with a hardware profile, a sweep, a measurement
 // and its sample, and the tuned row it won (written with 0001's columns, which every later
 // version keeps). Opening it runs migrations K+1.. once and every row reads back.
+// tuner::LegacyDeviceKey as SQL (what store/migrate.cc defines for 0016): NULL in or no
+// mapping out is NULL.
+void LegacyDeviceKeySql(sqlite3_context* ctx, int, sqlite3_value** args) {
+  if (sqlite3_value_type(args[0]) == SQLITE_NULL) return sqlite3_result_null(ctx);
+  const auto* text = reinterpret_cast<const char*>(sqlite3_value_text(args[0]));
+  const auto out = tuner::LegacyDeviceKey(
+      std::string_view(text != nullptr ? text : "", static_cast<size_t>(sqlite3_value_bytes(args[0]))));
+  if (!out) return sqlite3_result_null(ctx);
+  sqlite3_result_text(ctx, out->data(), static_cast<int>(out->size()), SQLITE_TRANSIENT);
+}
+
 class OlderVersionTest : public MigrateTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(OlderVersionTest, MigratesToTheLatestKeepingItsRows) {
@@ -285,6 +299,11 @@ TEST_P(OlderVersionTest, MigratesToTheLatestKeepingItsRows) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+    // 0016 maps legacy device keys with a function Migrate defines on its connection; a build
+    // at version 16 or later had it, so this plain connection gets the same one.
+    ASSERT_EQ(sqlite3_create_function_v2(db, "blocktune_legacy_device_key", 1, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+                                         nullptr, &LegacyDeviceKeySql, nullptr, nullptr, nullptr),
+              SQLITE_OK);
     for (const auto& m : Migrations()) {
       if (m.version > k) break;
       ASSERT_EQ(sqlite3_exec(db, std::string(m.sql).c_str(), nullptr, nullptr, nullptr), SQLITE_OK) << m.name;

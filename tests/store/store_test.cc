@@ -504,6 +504,23 @@ TEST_F(StoreTest, EnvironmentFinalRoundAndIncumbentRoundTrip) {
   round.noise_band = 0.03;
   round.decision = "kept incumbent";
   ASSERT_TRUE(sink.RecordFinalRound(round));
+  auto no_verdict = st.decisions().Get(sweep, round.bucket);
+  ASSERT_TRUE(no_verdict) << no_verdict.error().ToString();
+  EXPECT_FALSE(no_verdict->verdict.has_value());
+  EXPECT_EQ(no_verdict->rounds, 1);
+  tuner::Verdict v;
+  v.config = round.candidates[0].config;
+  v.against = "incumbent";
+  v.reference = round.candidates[1].config;
+  v.config_ns = 47.5;
+  v.reference_ns = 48.5;
+  v.gain = 0.0206;
+  v.noise_band = 0.03;
+  v.cycles = 9;
+  v.dropped = 1;
+  v.rounds = 2;
+  round.verdict = v;
+  round.rounds = 2;
   ASSERT_TRUE(sink.RecordFinalRound(round));  // a resumed sweep records its round again
   auto got = st.decisions().Get(sweep, round.bucket);
   ASSERT_TRUE(got) << got.error().ToString();
@@ -512,6 +529,19 @@ TEST_F(StoreTest, EnvironmentFinalRoundAndIncumbentRoundTrip) {
   EXPECT_EQ(got->incumbent, round.incumbent);
   EXPECT_EQ(got->candidates[0].median_ns, 48);
   EXPECT_EQ(got->decision, "kept incumbent");
+  EXPECT_EQ(got->rounds, 2);
+  ASSERT_TRUE(got->verdict.has_value());
+  EXPECT_EQ(got->verdict->config, v.config);
+  EXPECT_EQ(got->verdict->against, "incumbent");
+  EXPECT_EQ(got->verdict->reference, v.reference);
+  EXPECT_EQ(got->verdict->config_ns, 47.5);
+  EXPECT_EQ(got->verdict->reference_ns, 48.5);
+  EXPECT_EQ(got->verdict->gain, 0.0206);
+  EXPECT_EQ(got->verdict->noise_band, 0.03);
+  EXPECT_FALSE(got->verdict->beats);
+  EXPECT_EQ(got->verdict->cycles, 9);
+  EXPECT_EQ(got->verdict->dropped, 1);
+  EXPECT_EQ(got->verdict->rounds, 2);
   EXPECT_EQ(st.decisions().Get(sweep, "other").error().code, ErrorCode::kNotFound);
 
   auto none = sink.Incumbent("matmul", "hw", DType::kF32, "m64_n32_k16");

@@ -64,7 +64,11 @@ class BowlEvaluator : public Evaluator {
     std::vector<Measurement> out(configs.size());
     for (size_t i = 0; i < configs.size(); ++i) {
       Fill(configs[i], out[i]);
-      if (auto it = round_ns.find(configs[i].ToString()); it != round_ns.end()) out[i].median_ns = it->second;
+      if (auto it = round_ns.find(configs[i].ToString()); it != round_ns.end()) {
+        // The repetitions too: the round's verdicts pair them cycle by cycle.
+        for (double& ns : out[i].samples_ns) ns *= it->second / out[i].median_ns;
+        out[i].median_ns = it->second;
+      }
     }
     costs_.timed_s += 1e-3 * static_cast<double>(configs.size());
     return out;
@@ -241,9 +245,8 @@ TEST(Adapt, TheDecisionRoundReusesTheSearchsIterationCounts) {
   eval.Measure(request, known, m);
   ASSERT_EQ(m.outcome, Outcome::kOk) << m.detail;
   ASSERT_GE(m.iterations, 1);  // ~7 on a quiet machine; 1 when a loaded machine stretches a call past 1 ms
-  const int runs_before = spec.runs[known.ToString()];
+  int runs_before = spec.runs[known.ToString()];
   ASSERT_EQ(spec.runs.count(fresh.ToString()), 0u);
-  request.timing.min_repetition_ns = 20e6;  // a fresh calibration would now pick ~130 calls
   const auto round = eval.MeasureInterleaved(request, {known, fresh});
   ASSERT_EQ(round.size(), 2u);
   ASSERT_EQ(round[0].outcome, Outcome::kOk) << round[0].detail;
@@ -252,6 +255,13 @@ TEST(Adapt, TheDecisionRoundReusesTheSearchsIterationCounts) {
   ASSERT_EQ(round[1].outcome, Outcome::kOk) << round[1].detail;
   // Calibrated, not borrowed: beyond its warm-up and repetitions it ran growth batches.
   EXPECT_GT(spec.runs[fresh.ToString()], 1 + 3 * round[1].iterations);
+  // A count calibrated for another minimum repetition time is not borrowed either (the
+  // regression gate verifies with 1 ms repetitions and times 20 ms ones).
+  request.timing.min_repetition_ns = 20e6;
+  runs_before = spec.runs[known.ToString()];
+  const auto longer = eval.MeasureInterleaved(request, {known});
+  ASSERT_EQ(longer[0].outcome, Outcome::kOk) << longer[0].detail;
+  EXPECT_GT(spec.runs[known.ToString()] - runs_before, 1 + 3 * longer[0].iterations);
 }
 
 // The breakdown is committed in parts as the sweep goes (a SIGKILL loses only the last one);

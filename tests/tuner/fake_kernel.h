@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -15,7 +16,12 @@
 
 namespace blocktune::testing {
 
-// Config (a, b) costs (|a - 3| + |b - 2| + 1) * 40 us: the unique optimum is a=3, b=2.
+// The fake clock of a test that sets FakeSpec::cost_ns (TimingOptions::clock_ns = FakeNowNs):
+// ns, advanced only by fake kernel calls.
+inline double fake_clock_ns = 0;
+inline double FakeNowNs() { return fake_clock_ns; }
+
+// Config (a, b) costs (|a - 3| + |b - 2| + 1) * 150 us: the unique optimum is a=3, b=2.
 // (1,1) writes NaN, (2,1) writes wrong values, and a*b == 12 is invalid.
 class FakeSpec : public KernelSpec {
  public:
@@ -45,6 +51,10 @@ class FakeSpec : public KernelSpec {
   // Runs per canonical config string, for resume tests.
   mutable std::mutex mu;
   mutable std::map<std::string, int> runs;
+  // A test's cost model: when set, a call costs what it returns, in ns, on the fake clock
+  // (fake_clock_ns) instead of being spun on the steady clock, so every timing is exact and a
+  // test can inject noise and slow phases deterministically (paired_decision_test.cc).
+  std::function<double(const Config&)> cost_ns;
 
  private:
   std::vector<ParamSpec> params_;
@@ -63,9 +73,13 @@ class FakeInstance : public KernelInstance {
       std::lock_guard lock(spec_.mu);
       ++spec_.runs[c.ToString()];
     }
-    const auto cost = std::chrono::microseconds(150 * (std::abs(a - 3) + std::abs(b - 2) + 1));
-    const auto until = std::chrono::steady_clock::now() + cost;
-    while (std::chrono::steady_clock::now() < until) {
+    if (spec_.cost_ns) {
+      fake_clock_ns += spec_.cost_ns(c);
+    } else {
+      const auto cost = std::chrono::microseconds(150 * (std::abs(a - 3) + std::abs(b - 2) + 1));
+      const auto until = std::chrono::steady_clock::now() + cost;
+      while (std::chrono::steady_clock::now() < until) {
+      }
     }
     for (size_t i = 0; i < in_.size(); ++i) out_[i] = 2 * in_[i];
     if (a == 1 && b == 1) out_[0] = std::nanf("");

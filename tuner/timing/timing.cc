@@ -42,8 +42,8 @@ Result<double> TimeBatch(const std::function<Status()>& run, int64_t iterations,
 
 }  // namespace
 
-Result<double> TimeFixed(const std::function<Status()>& run, int64_t iterations) {
-  auto t = TimeBatch(run, iterations);
+Result<double> TimeFixed(const std::function<Status()>& run, int64_t iterations, double (*clock_ns)()) {
+  auto t = TimeBatch(run, iterations, clock_ns);
   if (!t) return std::unexpected(t.error());
   return *t / static_cast<double>(std::max<int64_t>(iterations, 1));
 }

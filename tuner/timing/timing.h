@@ -32,8 +32,10 @@ struct TimingOptions {
   int rotation_sets = 0;
   // Reject medians below the physical floor (timing/floor.h) as `invalid`.
   bool check_floor = true;
-  // The clock TimeRepeated reads, in ns; null = std::chrono::steady_clock. Tests pass a fake
-  // one that their fake kernel advances, so the calibration can be checked exactly.
+  // The clock TimeRepeated reads, in ns (and the evaluator's re-timings and interleaved rounds,
+  // through TimeFixed); null = std::chrono::steady_clock. Tests pass a fake one that their fake
+  // kernel advances, so the calibration, and the decision rounds built on these timings, can be
+  // checked exactly.
   double (*clock_ns)() = nullptr;
 };
 
@@ -81,7 +83,11 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
 Result<TimingResult> TimeRepeatedAt(const std::function<Status()>& run, const TimingOptions& options,
                                     int64_t iterations);
 
-// One batch of exactly `iterations` calls; returns the per-call time in ns.
-Result<double> TimeFixed(const std::function<Status()>& run, int64_t iterations);
+// One batch of exactly `iterations` calls; returns the per-call time in ns. `clock_ns` as in
+// TimingOptions (the evaluator passes its request's): with a fake clock that a test kernel
+// advances by its cost model, noise and slow phases included, the interleaved rounds and the
+// decisions built on them run exactly as on hardware, deterministically
+// (tests/tuner/paired_decision_test.cc).
+Result<double> TimeFixed(const std::function<Status()>& run, int64_t iterations, double (*clock_ns)() = nullptr);
 
 }  // namespace blocktune::tuner::timing
