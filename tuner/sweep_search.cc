@@ -57,7 +57,10 @@ Result<size_t> BucketRun::MeasureOnce(const Config& c) {
   Measurement fresh = Base(c);
   run.evaluator.Measure(eval, c, fresh);
   ++run.bd.measured;
-  if (fresh.outcome == Outcome::kOk && run.options.retime_cv > 0 && fresh.cv > run.options.retime_cv) Retime(fresh);
+  if (fresh.outcome == Outcome::kOk && run.options.retime_cv > 0 &&
+      timing::RobustCv(fresh.samples_ns) > run.options.retime_cv) {
+    Retime(fresh);
+  }
   spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", run.spec.name(),
                 plan.bucket, c.ToString(), OutcomeName(fresh.outcome), fresh.median_ns, fresh.cv);
   if (auto s = Record(fresh); !s) return std::unexpected(s.error());

@@ -180,6 +180,44 @@ TEST(TimingCalibration, ShortMeasurementsGrowTheCountAtMostTenfold) {
   }
 }
 
+TEST(TimingCalibration, ARepetitionFarShortOfTheMinimumResizesTheCount) {
+  // The first five calls 3x slow (a wide block's fresh buffers): the warm-up sizes repetition 1
+  // at 4 calls, which the slow calls carry past the minimum; the next repetition at 4 fast calls
+  // (7.6 ms) is far short, so the count is re-sized from it and the repetitions start over.
+  Result<timing::TimingResult> t;
+  const auto batches = TimeOnFakeClock(
+      CalibrationOptions(), [](int64_t i) { return i < 5 ? 3.0 * 1.9e6 : 1.9e6; }, t);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->samples_ns.size(), 5u);
+  ASSERT_GE(batches.size(), 8u);  // warm-up, repetition 1, the short one, five repetitions
+  double timed = 0, all = 0;
+  for (const TimedBatch& b : batches) all += b.ns;
+  for (size_t b = batches.size() - 5; b < batches.size(); ++b) {
+    EXPECT_GE(batches[b].ns, 20e6);
+    EXPECT_LE(batches[b].ns, 1.1 * 20e6);
+    EXPECT_EQ(batches[b].calls, t->iterations);
+    timed += batches[b].ns;
+  }
+  EXPECT_DOUBLE_EQ(t->timed_ns, timed);
+  EXPECT_DOUBLE_EQ(t->calibrate_ns + t->timed_ns, all);
+  EXPECT_DOUBLE_EQ(t->median_ns, 1.9e6);
+}
+
+TEST(TimingCalibration, AWarmUpLongerThanTheMinimumStillGetsFullRepetitions) {
+  // A warm-up call of 25 ms (page faults, a preempted call) leaves no room to size anything; the
+  // first repetition of one 1.9 ms call is far short and sizes the count.
+  Result<timing::TimingResult> t;
+  const auto batches = TimeOnFakeClock(
+      CalibrationOptions(), [](int64_t i) { return i == 0 ? 25e6 : 1.9e6; }, t);
+  ASSERT_TRUE(t);
+  ASSERT_EQ(t->samples_ns.size(), 5u);
+  EXPECT_EQ(t->iterations, 11);
+  for (size_t b = batches.size() - 5; b < batches.size(); ++b) {
+    EXPECT_GE(batches[b].ns, 20e6);
+    EXPECT_LE(batches[b].ns, 1.1 * 20e6);
+  }
+}
+
 TEST(TimingCalibration, CalibrationOnlyKeepsNoSamples) {
   // repetitions == 0 (a decision round's calibration): the count, and everything is calibration.
   timing::TimingOptions o = CalibrationOptions();

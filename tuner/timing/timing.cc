@@ -29,6 +29,15 @@ constexpr double kTopUpFrom = 0.75;
 // 10x rule, wasting the 10-call batch).
 constexpr double kReliableNs = 100e3;
 
+// A repetition at the fixed count that ends shorter than this share of the minimum shows the
+// count came from calls slower than the kernel's steady state: a warm-up call that lasted the
+// minimum by itself (count 1), or a repetition 1 whose calls were still warming (fresh packing
+// buffers of a wide block). On one 512^3 exhaustive sweep 52 of 900 repetitions lasted 2-9 ms
+// at counts of 1-4 for that reason. Run-to-run jitter of a few percent stays above it.
+constexpr double kResizeBelow = 0.9;
+// Re-sizings per config at most: each discards the repetitions kept so far (into calibration).
+constexpr int kMaxResizes = 3;
+
 double SteadyNs() { return std::chrono::duration<double, std::nano>(Clock::now().time_since_epoch()).count(); }
 
 Result<double> TimeBatch(const std::function<Status()>& run, int64_t iterations, double (*clock_ns)() = nullptr) {
@@ -146,14 +155,29 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
       iterations = std::clamp<int64_t>(want, 1, options.max_iterations);
     }
   }
-  result.iterations = iterations;
-  result.calibrate_ns = calibrate_ns;
-  for (int r = static_cast<int>(result.samples_ns.size()); r < options.repetitions; ++r) {
+  int resizes = 0;
+  while (static_cast<int>(result.samples_ns.size()) < options.repetitions) {
     auto t = TimeBatch(run, iterations, clock);
     if (!t) return std::unexpected(t.error());
+    if (*t < kResizeBelow * min_ns && resizes < kMaxResizes && iterations < options.max_iterations) {
+      // Re-sized from this repetition (kResizeBelow); what was kept was timed at the slow calls'
+      // count, so it becomes calibration and the repetitions start over at the new count.
+      ++resizes;
+      calibrate_ns += *t + result.timed_ns;
+      result.timed_ns = 0;
+      result.samples_ns.clear();
+      const double per_call = *t / static_cast<double>(iterations);
+      double want = per_call > 0 ? std::ceil(kAim * min_ns / per_call) : 10.0 * static_cast<double>(iterations);
+      if (*t < kReliableNs) want = std::min(want, 10.0 * static_cast<double>(iterations));
+      iterations = static_cast<int64_t>(std::clamp(want, static_cast<double>(iterations + 1),
+                                                   static_cast<double>(options.max_iterations)));
+      continue;
+    }
     result.samples_ns.push_back(*t / static_cast<double>(iterations));
     result.timed_ns += *t;
   }
+  result.iterations = iterations;
+  result.calibrate_ns = calibrate_ns;
   result.median_ns = Median(result.samples_ns);
   result.cv = CoefficientOfVariation(result.samples_ns);
   return result;
