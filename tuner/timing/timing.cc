@@ -169,8 +169,8 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
       const double per_call = *t / static_cast<double>(iterations);
       double want = per_call > 0 ? std::ceil(kAim * min_ns / per_call) : 10.0 * static_cast<double>(iterations);
       if (*t < kReliableNs) want = std::min(want, 10.0 * static_cast<double>(iterations));
-      iterations = static_cast<int64_t>(std::clamp(want, static_cast<double>(iterations + 1),
-                                                   static_cast<double>(options.max_iterations)));
+      iterations = static_cast<int64_t>(
+          std::clamp(want, static_cast<double>(iterations + 1), static_cast<double>(options.max_iterations)));
       continue;
     }
     result.samples_ns.push_back(*t / static_cast<double>(iterations));
