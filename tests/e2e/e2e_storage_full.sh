@@ -55,7 +55,9 @@ echo "filled the database's filesystem at $(q "SELECT COUNT(*) FROM measurements
 
 # The runner's next commit fails; within a few seconds every report says so.
 deadline=$((SECONDS + 30))
-until curl -fsS "$url/v1/sweeps/1" | grep -q '"stalled"'; do
+# grep reads a saved answer, not curl's pipe: `grep -q` stops at its match, and under pipefail
+# the curl it leaves writing into a closed pipe (exit 23) fails the check.
+until grep -q '"stalled"' <<<"$(curl -fsS "$url/v1/sweeps/1")"; do
   ((SECONDS < deadline)) || fail "the sweep never reported stalled: $(curl -fsS "$url/v1/sweeps/1")"
   sleep 0.2
 done
@@ -101,9 +103,9 @@ planned=$(q "SELECT progress_total FROM sweeps WHERE id = 1")
 integrity=$(q "PRAGMA integrity_check")
 echo "after: $total stored, $distinct distinct, $planned planned, integrity $integrity"
 [[ $total == 360 && $distinct == 360 && $planned == 360 && $integrity == ok ]] || fail "stored $total/$distinct/$planned"
-curl -fsS "$url/healthz" | grep -q '"status":"ok"' || fail "healthz after: $(curl -fsS "$url/healthz")"
+grep -q '"status":"ok"' <<<"$(curl -fsS "$url/healthz")" || fail "healthz after: $(curl -fsS "$url/healthz")"
 [[ $(curl -s -o /dev/null -w '%{http_code}' "$url/readyz") == 200 ]] || fail "readyz after"
-curl -fsS "$url/metrics" | grep -q '^blocktune_storage_ok 1$' || fail "metrics after"
+grep -q '^blocktune_storage_ok 1$' <<<"$(curl -fsS "$url/metrics")" || fail "metrics after"
 grep -q 'storage fault: runner cannot write' "$work/daemon.log" || fail "no storage fault in the log"
 grep -q 'storage writable again' "$work/daemon.log" || fail "no recovery in the log"
 echo "PASS: stalled and said so at $stuck measurements; resumed when space came back, 360 measured once"
