@@ -121,8 +121,8 @@ TEST(SearchBudget, TransfersDefaultBudgetIsAdaptiveAndEveryOtherIsFixed) {
   SearchBudget b = BudgetOf(r, plan, false);
   EXPECT_TRUE(b.adaptive);
   EXPECT_EQ(b.floor, 15);
-  EXPECT_EQ(b.cap, 40);
-  EXPECT_EQ(b.patience, 10);
+  EXPECT_EQ(b.cap, 30);
+  EXPECT_EQ(b.patience, 7);
   EXPECT_EQ(BudgetOf(r, plan, true).floor, 20);  // a thin prior never stops before the plan
   plan.valid.resize(30);
   EXPECT_EQ(BudgetOf(r, plan, false).cap, 30);  // never more than the space
