@@ -1,6 +1,6 @@
 // Search strategies: which configs of a bucket's valid space a sweep measures, and in what
 // order, as an ask/tell loop: the strategy proposes the next config given every observation so
-// far, the driver (sweep.cc, or simulate.cc against stored medians) measures it and tells the
+// far, the driver (sweep_search.cc, or simulate.cc against stored medians) measures it and tells the
 // result back. Every strategy is deterministic for a seed and its observation history
 // (SplitMix64, own shuffles, no clocks), so a stopped sweep resumes by feeding its stored
 // measurements back in the order the strategy asks for them, and a stored exhaustive sweep can
