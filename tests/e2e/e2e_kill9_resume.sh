@@ -95,16 +95,22 @@ done
 q() { sqlite3 "$db" "$1"; }
 space=$(curl -fsS "$url/v1/kernels/matmul" | sed -n 's/.*"config_space_size":\([0-9]*\).*/\1/p')
 if [[ $strategy == exhaustive ]]; then
-  per_bucket=$space  # every config: invalid ones recorded as such, valid ones measured
+  # Every config: invalid ones recorded as such, valid ones measured.
+  plans_bad=$(q "SELECT COUNT(*) FROM sweep_tasks WHERE sweep_id = 1 AND planned != $space")
 else
-  # Every invalid config plus `budget` valid ones, as planned at submission (tasks.planned).
-  per_bucket=$(q "SELECT MIN(planned) FROM sweep_tasks WHERE sweep_id = 1")
-  [[ $per_bucket == $(q "SELECT MAX(planned) FROM sweep_tasks WHERE sweep_id = 1") ]] || { echo "FAIL: uneven plans"; exit 1; }
+  # Every invalid config plus `budget` valid ones, plus the decision round's joiners the search
+  # did not reach (the default, the row the host is served): 0-2 more, by what timing chose, so
+  # buckets may differ by them. Each task's planned count follows what it recorded.
+  plans_bad=$(q "SELECT COUNT(*) FROM sweep_tasks t WHERE t.sweep_id = 1 AND (t.planned - $budget -
+    (SELECT COUNT(*) FROM measurements m WHERE m.sweep_id = 1 AND m.bucket = t.bucket AND m.outcome = 'invalid'))
+    NOT BETWEEN 0 AND 2")
 fi
-expected=$((per_bucket * buckets))
+[[ $plans_bad == 0 ]] || { echo "FAIL: $plans_bad tasks planned other than the plan"; q "SELECT bucket, planned FROM sweep_tasks"; exit 1; }
+expected=$(q "SELECT SUM(planned) FROM sweep_tasks WHERE sweep_id = 1")
 total=$(q "SELECT COUNT(*) FROM measurements WHERE sweep_id = 1")
 distinct=$(q "SELECT COUNT(*) FROM (SELECT DISTINCT bucket, config FROM measurements WHERE sweep_id = 1)")
-per_bucket_bad=$(q "SELECT COUNT(*) FROM (SELECT bucket, COUNT(*) AS n FROM measurements WHERE sweep_id = 1 GROUP BY bucket HAVING n != $per_bucket)")
+per_bucket_bad=$(q "SELECT COUNT(*) FROM sweep_tasks t WHERE t.sweep_id = 1 AND t.planned !=
+  (SELECT COUNT(*) FROM measurements m WHERE m.sweep_id = 1 AND m.bucket = t.bucket)")
 nbuckets=$(q "SELECT COUNT(DISTINCT bucket) FROM measurements WHERE sweep_id = 1")
 partial=$(q "SELECT COUNT(*) FROM measurements m WHERE m.sweep_id = 1 AND m.outcome = 'ok' AND (SELECT COUNT(*) FROM samples s WHERE s.measurement_id = m.id) != 3")
 progress=$(q "SELECT progress_done || '/' || progress_total FROM sweeps WHERE id = 1")
