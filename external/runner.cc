@@ -70,11 +70,10 @@ class RunnerProcess {
 
   // fork + exec of the runner behind a guard (runner_guard.h): stdin a pipe, stdout and stderr
   // one log pipe, fd 3 the answer pipe; it inherits this process's limits (RLIMIT_AS, core 0).
-  // The guard leads a process group of its own, which the runner and whatever it starts
-  // inherit, and is the subreaper of the runner's tree: when the runner exits, times out or is
-  // replaced, or when this process dies (even by SIGKILL), the guard kills the group and every
-  // orphan reparented to it, so a runner that forks (`sleep 30 &`, a compiler, a pool of
-  // helpers), even one whose child calls setsid, leaves nothing running.
+  // The guard leads a process group the runner's tree inherits and is its subreaper: when the
+  // runner exits, times out or is replaced, or this process dies (even by SIGKILL), it kills the
+  // group and every orphan reparented to it, so a runner that forks, even a child that calls
+  // setsid, leaves nothing running.
   Status Start(const RunnerSpec& spec) {
     Kill();
     log_.clear();
@@ -182,9 +181,8 @@ class RunnerProcess {
           return a;
         }
       }
-      // A runner that exits while something it started still holds fd 3 (`sleep 30 &`) sends
-      // no EOF: its exit is the answer then, not the timeout. Peeked with WNOWAIT, so Reap
-      // still collects the status; what it wrote before exiting is read first.
+      // A runner that exits while its child holds fd 3 (`sleep 30 &`) sends no EOF: its exit is
+      // the answer, not the timeout (peeked with WNOWAIT for Reap; what it wrote is read first).
       siginfo_t info{};
       if (pid_ > 0 && waitid(P_PID, static_cast<id_t>(pid_), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
           info.si_pid == pid_) {
@@ -202,13 +200,11 @@ class RunnerProcess {
 
   // Waits for a runner whose stdin was closed to exit (a per-config runner), then kills it.
   void Finish() {
-    if (pid_ <= 0) return;
-    Reap(Now() + 5);
+    if (pid_ > 0) Reap(Now() + 5);
   }
 
-  // SIGTERM to the guard, which kills the runner's whole tree and exits; SIGKILL to the guard
-  // and its group after 2 s (a guard that cannot finish: its runner then dies by
-  // PR_SET_PDEATHSIG, its group by the kill below).
+  // SIGTERM to the guard, which kills the runner's whole tree and exits; SIGKILL to the guard and
+  // its group after 2 s (its runner then dies by PR_SET_PDEATHSIG, its group by the kill below).
   void Kill() {
     if (pid_ > 0) {
       kill(pid_, SIGTERM);
@@ -350,8 +346,7 @@ bool IsDeviceLine(const json& body) { return body.is_object() && body.size() == 
 // it did for the request (build, inputs, warm-up, check, calibration), in seconds; -1 = not
 // reported (a runner older than these fields).
 struct Spent {
-  double timed_s = -1;
-  double overhead_s = -1;
+  double timed_s = -1, overhead_s = -1;
 };
 
 // Reads a runner's answer into `m` and `spent`; false unless it is a usable set of times (then
@@ -506,7 +501,9 @@ class Runners final : public tuner::RunnerMeasurer {
       return false;
     }
     RunnerProcess& proc = processes_[std::string(request.spec->name())];
-    if (!proc.running()) {
+    const double asked = Now();  // a runner started for this request: its start-up is spawn_s below
+    const bool starting = !proc.running();
+    if (starting) {
       if (auto s = proc.Start(spec); !s) {
         m.outcome = Outcome::kWorkerLost;
         m.detail = "cannot start the runner: " + s.error().message;
@@ -565,15 +562,17 @@ class Runners final : public tuner::RunnerMeasurer {
     proc.answered = true;
     Spent spent;
     const bool measured = Interpret(a.body, m, spent);
-    // A runner that does not report timed_ms is credited with the sum of its times (per-call
-    // means, so an undercount when it loops); one without overhead_ms has its overhead counted
-    // as transport, as before these fields.
+    // A runner without timed_ms is credited with the sum of its times (per-call means: an
+    // undercount when it loops); one without overhead_ms has it counted as transport.
     if (measured) {
       double sum_s = 0;
       for (double ns : m.samples_ns) sum_s += ns * 1e-9;
       costs_.timed_s += spent.timed_s >= 0 ? spent.timed_s : sum_s;
     }
     if (spent.overhead_s >= 0) costs_.calibrate_s += spent.overhead_s;
+    if (starting) {  // interpreter, imports, device: a process start like a worker's, not transport
+      costs_.spawn_s += std::max(0.0, Now() - asked - std::max(spent.timed_s, 0.0) - std::max(spent.overhead_s, 0.0));
+    }
     // A config the runner rejected, could not compile or found wrong leaves it in a known state;
     // after a runtime failure (a failed launch can poison a GPU context) or anything worse the
     // runner is replaced.

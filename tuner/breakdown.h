@@ -18,10 +18,10 @@ struct EvalCosts {
   double verify_s = 0;     // verification: the config on the small problem, checks, comparison
   double reference_s = 0;  // reference outputs computed (cache misses only)
   double setup_s = 0;      // allocating and filling the timed problem's input sets
-  double spawn_s = 0;      // starting worker processes, until they said they were ready
+  double spawn_s = 0;      // starting worker processes until ready, and runners until their first answer
   double transport_s = 0;  // round trips to the worker minus the worker's own time
   double lost_s = 0;       // requests that ended without a verdict: a crash, a timeout, a lost worker
-  int64_t spawns = 0;      // worker processes started
+  int64_t spawns = 0;      // worker processes started (runner starts are in spawn_s only)
   int64_t retries = 0;     // those extra repetitions
 
   double Total() const;
@@ -47,7 +47,10 @@ inline constexpr EvalPhase kEvalPhases[] = {
     {"reference_s", &EvalCosts::reference_s, true,
      "reference outputs computed (once per verification problem per worker)"},
     {"setup_s", &EvalCosts::setup_s, true, "allocating and filling the timed problem's input sets"},
-    {"spawn_s", &EvalCosts::spawn_s, false, "starting worker processes"},
+    // From the worker too: a runner starts inside the worker that measures its kernel (the
+    // parent counts the worker's own start, which the worker never does).
+    {"spawn_s", &EvalCosts::spawn_s, true,
+     "starting worker processes, and external kernels' runners until their first answer (less the times it reports)"},
     {"transport_s", &EvalCosts::transport_s, false, "round trips to the worker minus the worker's own time"},
     {"lost_s", &EvalCosts::lost_s, false, "requests that ended without a verdict (crash, timeout, worker lost)"},
 };

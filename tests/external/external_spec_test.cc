@@ -274,11 +274,16 @@ const char kGood[] = R"(while read -r line; do echo "got $line" >&2; echo '{"tim
 TEST_F(RunnerTest, MeasuredConfigIsOkWithSamples) {
   const KernelSpec& spec = Make("ext_good", kGood);
   tuner::InProcessEvaluator e;
+  double first_spawn_s = 0;
   for (int i = 0; i < 3; ++i) {  // persistent: one process serves all three
     const Measurement m = Run(e, spec);
     ASSERT_EQ(m.outcome, Outcome::kOk) << m.detail;
     ASSERT_EQ(m.samples_ns.size(), 3u);
     EXPECT_DOUBLE_EQ(m.median_ns, 2.0e6);
+    // The runner's start is counted as a process start (spawn_s), not as transport, once.
+    if (i == 0) first_spawn_s = e.costs().spawn_s;
+    EXPECT_GT(e.costs().spawn_s, 0);
+    EXPECT_EQ(e.costs().spawn_s, first_spawn_s);
   }
   // A config the restrictions exclude never reaches the runner.
   const Measurement bad = Run(e, spec, "bx=24,by=8,flag=0");
@@ -299,10 +304,14 @@ TEST_F(RunnerTest, PerConfigRunnerGetsOneRequestAndEof) {
       Make("ext_once", R"(read -r line || exit 9; echo '{"times_ms": [1.5]}' >&3; if read -r more; then exit 7; fi)",
            /*persistent=*/false);
   tuner::InProcessEvaluator e;
+  double first_spawn_s = 0;
   for (int i = 0; i < 2; ++i) {
     const Measurement m = Run(e, spec);
     EXPECT_EQ(m.outcome, Outcome::kOk) << m.detail;
     EXPECT_DOUBLE_EQ(m.median_ns, 1.5e6);
+    // A process per config: each start counted.
+    if (i == 0) first_spawn_s = e.costs().spawn_s;
+    EXPECT_GT(e.costs().spawn_s, i == 0 ? 0 : first_spawn_s);
   }
 }
 
