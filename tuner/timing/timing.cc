@@ -38,6 +38,18 @@ constexpr double kResizeBelow = 0.9;
 // Re-sizings per config at most: each discards the repetitions kept so far (into calibration).
 constexpr int kMaxResizes = 3;
 
+// Calls needed for `target_ns` more, predicted from a measurement of `calls` calls lasting
+// `measured_ns` (10x the calls when it read 0). A measurement shorter than kReliableNs (timer
+// reads, a lucky call) predicts at most 10x its calls (Google Benchmark's rule), so it cannot
+// overshoot the repetition by much. Unclamped: the callers bound it.
+double CallsFor(double target_ns, double measured_ns, int64_t calls) {
+  const double n = static_cast<double>(calls);
+  const double per_call = measured_ns / n;
+  double want = per_call > 0 ? std::ceil(target_ns / per_call) : 10.0 * n;
+  if (measured_ns < kReliableNs) want = std::min(want, 10.0 * n);
+  return want;
+}
+
 double SteadyNs() { return std::chrono::duration<double, std::nano>(Clock::now().time_since_epoch()).count(); }
 
 Result<double> TimeBatch(const std::function<Status()>& run, int64_t iterations, double (*clock_ns)() = nullptr) {
@@ -120,11 +132,7 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
     int64_t first_calls = 0;
     double first_ns = 0;
     while (first_ns < min_ns && first_calls < options.max_iterations) {
-      const double per_call = pred_ns / static_cast<double>(pred_calls);
-      double want = per_call > 0 ? std::ceil((kAim * min_ns - first_ns) / per_call) : 10.0 * pred_calls;
-      // An estimate from a short measurement (timer reads, a lucky call) grows the count at most
-      // 10x (Google Benchmark's rule), so it cannot overshoot the repetition by much.
-      if (pred_ns < kReliableNs) want = std::min(want, 10.0 * static_cast<double>(pred_calls));
+      const double want = CallsFor(kAim * min_ns - first_ns, pred_ns, pred_calls);
       const double room = static_cast<double>(options.max_iterations - first_calls);
       const auto n = static_cast<int64_t>(std::clamp(want, 1.0, room));
       auto t = TimeBatch(run, n, clock);
@@ -166,11 +174,9 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
       calibrate_ns += *t + result.timed_ns;
       result.timed_ns = 0;
       result.samples_ns.clear();
-      const double per_call = *t / static_cast<double>(iterations);
-      double want = per_call > 0 ? std::ceil(kAim * min_ns / per_call) : 10.0 * static_cast<double>(iterations);
-      if (*t < kReliableNs) want = std::min(want, 10.0 * static_cast<double>(iterations));
-      iterations = static_cast<int64_t>(
-          std::clamp(want, static_cast<double>(iterations + 1), static_cast<double>(options.max_iterations)));
+      iterations =
+          static_cast<int64_t>(std::clamp(CallsFor(kAim * min_ns, *t, iterations), static_cast<double>(iterations + 1),
+                                          static_cast<double>(options.max_iterations)));
       continue;
     }
     result.samples_ns.push_back(*t / static_cast<double>(iterations));
