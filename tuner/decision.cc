@@ -65,8 +65,10 @@ class Rounds {
   }
 
   // `i` against each of `refs`; while a verdict is close (and, with `give_up_on_clear_loss`, none
-  // is clearly lost), the close pairs are timed again, as long as extra rounds are left.
-  std::vector<Verdict> Settle(size_t i, const std::vector<Ref>& refs, bool give_up_on_clear_loss) {
+  // is clearly lost), the close pairs are timed again, as long as extra rounds are left. With
+  // `challenger`, a win still close when they run out does not count (Verdict::unsettled).
+  std::vector<Verdict> Settle(size_t i, const std::vector<Ref>& refs, bool give_up_on_clear_loss,
+                              bool challenger = false) {
     while (true) {
       std::vector<Verdict> vs;
       std::vector<size_t> again;
@@ -80,13 +82,31 @@ class Rounds {
           clear_loss = true;
         }
       }
-      if (again.empty() || extra_left_ == 0 || (clear_loss && give_up_on_clear_loss)) return vs;
+      if (again.empty() || (clear_loss && give_up_on_clear_loss)) return vs;
+      if (extra_left_ == 0) {
+        if (challenger) {
+          for (Verdict& v : vs) {
+            if (v.beats && close_.at({i, AtOf(refs, v.against)})) {
+              v.beats = false;
+              v.unsettled = true;
+            }
+          }
+        }
+        return vs;
+      }
       again.insert(again.begin(), i);
       Extend(again);
     }
   }
 
  private:
+  static size_t AtOf(const std::vector<Ref>& refs, const std::string& name) {
+    for (const Ref& r : refs) {
+      if (r.name == name) return r.at;
+    }
+    return SIZE_MAX;
+  }
+
   void Extend(const std::vector<size_t>& which) {
     --extra_left_;
     const std::vector<Measurement> more = retime_(which);
@@ -154,8 +174,12 @@ std::string Whom(const Verdict& v, const std::string& subject) {
 
 // "4.8% faster than the default, inside noise band 30.3% (...)" / "beyond noise band 2.0%"
 std::string Compared(const Verdict& v, const std::string& subject) {
-  return Pct(std::fabs(v.gain)) + (v.gain >= 0 ? " faster" : " slower") + " than " + Whom(v, subject) +
-         (v.beats ? ", beyond noise band " : ", inside noise band ") + Pct(v.noise_band) + " " + Figures(v);
+  const char* band = v.beats       ? ", beyond noise band "
+                     : v.unsettled ? ", unsettled: beyond noise band by less than a standard error, "
+                                     "no extra round left, band "
+                                   : ", inside noise band ";
+  return Pct(std::fabs(v.gain)) + (v.gain >= 0 ? " faster" : " slower") + " than " + Whom(v, subject) + band +
+         Pct(v.noise_band) + " " + Figures(v);
 }
 
 }  // namespace
@@ -232,7 +256,7 @@ RoundDecision DecideRound(const RoundRoles& roles, const std::vector<Measurement
     return 0.0;
   };
   for (size_t i : order) {
-    std::vector<Verdict> vs = r.Settle(i, hurdles, true);
+    std::vector<Verdict> vs = r.Settle(i, hurdles, true, /*challenger=*/true);
     if (std::all_of(vs.begin(), vs.end(), [](const Verdict& v) { return v.beats; })) {
       if (!winner || gain_over_default(vs) > gain_over_default(won)) {
         winner = i;

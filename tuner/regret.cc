@@ -212,7 +212,9 @@ std::vector<RegretLevelSummary> SummarizeRegret(const std::vector<RegretBucket>&
           s.worst_bucket = b.bucket;
         }
         s.max_regret = std::max(s.max_regret, r.regret_vs_best);
-        if (r.beyond_noise) (r.speedup_vs_default < 1 ? s.slower_beyond_noise : s.faster_beyond_noise)++;
+        // The direction of the verdict whose band it is: the paired gain's, not the medians' (a
+        // phase that hit one config's repetitions can put them on opposite sides).
+        if (r.beyond_noise) (r.paired_gain < 0 ? s.slower_beyond_noise : s.faster_beyond_noise)++;
       }
     }
     if (!any) continue;

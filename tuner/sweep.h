@@ -41,7 +41,12 @@ struct Verdict {
   int64_t cycles = 0;     // paired repetitions the verdict rests on
   int64_t dropped = 0;    // cycles left out as disturbed (timing/paired.h)
   int64_t rounds = 0;     // interleaved rounds they came from: the decision round and extra ones
-  bool beats = false;     // gain > noise_band
+  bool beats = false;     // gain > noise_band, settled (below)
+  // A challenger's gain beyond the band by less than one standard error when no extra round was
+  // left to settle it (timing::PairedComparison::Close): not a win. On the 2-core Zen 4 two rows
+  // published on such verdicts (3.0% over a 2.2% band, 4 paired repetitions) were 7-13% slower
+  // than the default when `blocktune regret` timed them later.
+  bool unsettled = false;
 };
 
 // The decision round of one bucket: the best configs of the search (and the incumbent) timed

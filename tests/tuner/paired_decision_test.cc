@@ -183,6 +183,37 @@ TEST(Decision, ADeclinedExtraRoundLeavesTheVerdictAsItIs) {
   EXPECT_EQ(d.rounds, 1);
   ASSERT_TRUE(d.verdict);
   EXPECT_EQ(d.verdict->cycles, 5);
+  EXPECT_EQ(d.chosen, 1u) << d.text;  // 5% inside its 5.0% band: the default stays
+}
+
+TEST(Decision, AWinLeftCloseWhenTheExtraRoundsRunOutIsNoWin) {
+  // No extra round allowed: a challenger 6% faster whose band comes within a standard error of
+  // that (close, but a win on its face) is not published, nor is one 4% faster inside its band;
+  // a clear win would have been.
+  RoundRoles roles;
+  roles.configs = {NamedInts({{"x", 1}}), NamedInts({{"x", 2}}), NamedInts({{"x", 3}})};
+  roles.searched = 2;
+  roles.default_config = 2;
+  const std::vector<double> jitter = {1.0, 1.06, 0.97, 1.0, 1.04};
+  const std::vector<Measurement> round = {Timed(Scaled(0.94e6, jitter)), Timed(Scaled(0.96e6, jitter)),
+                                          Timed(Scaled(1e6, {1, 1, 1, 1, 1}))};
+  const timing::PairedComparison first = timing::ComparePaired(round[0].samples_ns, round[2].samples_ns, 0.02);
+  ASSERT_TRUE(first.Beats() && first.Close()) << first.gain << " " << first.band << " " << first.se;
+  int asked = 0;
+  const RetimeFn retime = [&](const std::vector<size_t>&) {
+    ++asked;
+    return std::vector<Measurement>{};
+  };
+  const RoundDecision d = DecideRound(roles, round, retime, 0.02, 0);
+  EXPECT_EQ(asked, 0);
+  EXPECT_EQ(d.chosen, 2u) << d.text;
+  EXPECT_EQ(d.text.rfind("kept default: best challenger 6.0% faster than the default, unsettled", 0), 0u) << d.text;
+  // The same round with the second challenger's repetitions clean: it wins.
+  std::vector<Measurement> clear = round;
+  clear[1] = Timed(Scaled(0.92e6, {1, 1, 1, 1, 1}));
+  const RoundDecision e = DecideRound(roles, clear, retime, 0.02, 0);
+  EXPECT_EQ(e.chosen, 1u) << e.text;
+  EXPECT_EQ(e.text.rfind("new; beats the default by 8.0%", 0), 0u) << e.text;
 }
 
 // --- The whole sweep on the fake kernel, on a fake clock ---
