@@ -419,7 +419,8 @@ std::function<int()> RegisterSimulateCommands(CLI::App& app, Common& common) {
       ->check(CLI::Range(0.0, 1.0));
   compare_cmd->add_flag("--remeasure", compare.remeasure,
                         "judge by timing both choices again here, side by side with interleaved repetitions "
-                        "(runs the kernels), instead of by the sweeps' stored medians");
+                        "(runs the kernels; the median of the per-cycle ratios), instead of by the sweeps' "
+                        "stored medians");
   compare_cmd->add_option("--min-time-ms", compare.min_time_ms, "with --remeasure: minimum time per repetition")
       ->capture_default_str()
       ->check(CLI::Range(0.1, 10000.0));

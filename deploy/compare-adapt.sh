@@ -6,10 +6,10 @@
 #   deploy/compare-adapt.sh WORK_A WORK_B [--isa LEVEL] [--tolerance 0.02] [--medians]
 #
 # Sweeps are matched by kernel, dtype and thread count; for every bucket where the two chose
-# different configs, both configs are timed again here side by side, 7 interleaved repetitions
-# of at least 20 ms (`blocktune sweeps compare --remeasure`: the ratio of their two medians in
-# one interleaved round, the timing `blocktune regret` uses), so neither run's noisy minute
-# decides. --medians judges by the runs' stored medians instead (B's measurements of both
+# different configs, both configs are timed again here side by side, 11 interleaved repetitions
+# of at least 20 ms (`blocktune sweeps compare --remeasure`: the median of their per-cycle
+# ratios in one interleaved round, the paired figure `blocktune regret` and the decision rounds
+# use), so neither run's noisy minute decides. --medians judges by the runs' stored medians instead (B's measurements of both
 # configs, or A's when B never measured A's choice): no kernel runs, but the two medians come
 # from different moments of one run. Run it on a quiet machine; with --isa the kernels are
 # re-timed at that level (BLOCKTUNE_ISA). Prints one line per bucket that differs and the
@@ -49,12 +49,12 @@ PY
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 mode="judged by the runs' stored medians"
-[[ -n $remeasure ]] && mode="re-timed side by side here (7 interleaved repetitions of >= 20 ms)"
+[[ -n $remeasure ]] && mode="re-timed side by side here (11 interleaved repetitions of >= 20 ms, paired)"
 echo "== $level: $(wc -l <<<"$pairs") sweeps of each run; differing choices $mode; load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 while read -r kernel dtype threads sa sb; do
   [[ -n $kernel ]] || continue
   BLOCKTUNE_ISA=${isa:-${BLOCKTUNE_ISA:-}} "$bt" sweeps compare --db-a "$a/adapt.db" --sweep-a "$sa" \
-    --db-b "$b/adapt.db" --sweep-b "$sb" --tolerance "$tolerance" $remeasure --json \
+    --db-b "$b/adapt.db" --sweep-b "$sb" --tolerance "$tolerance" $remeasure ${remeasure:+--repetitions 11} --json \
     >"$out/$kernel-$dtype-t$threads.json"
 done <<<"$pairs"
 

@@ -142,8 +142,12 @@ struct BucketRun {
   // The index in `results` of config `c`'s measurement in this sweep: the stored one (a resumed
   // sweep replays what it measured before a restart), or measured now and recorded. The
   // search and the decision round both go through here, so no config is measured twice. A
-  // measurement noisier than SweepOptions::retime_cv is timed again first (Retime).
+  // measurement noisier than SweepOptions::retime_cv is timed again first (Retime) when it
+  // could contend for the bucket's best (CouldContend).
   Result<size_t> MeasureOnce(const Config& c);
+  // Whether `m`'s fastest repetition is within 5% of the best median the bucket has so far (or
+  // it has none yet).
+  bool CouldContend(const Measurement& m) const;
   // Times an ok measurement's config again (interleaved timing, at its calibrated count) and
   // keeps the quieter of the two by robust CV; `detail` says so.
   void Retime(Measurement& m);

@@ -7,6 +7,8 @@
 #include <optional>
 #include <utility>
 
+#include "tuner/timing/paired.h"
+
 namespace blocktune::tuner::search {
 
 namespace {
@@ -90,7 +92,10 @@ AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int thread
         if (t.size() != 2 || t[0].outcome != Outcome::kOk || t[1].outcome != Outcome::kOk || t[1].median_ns <= 0) {
           return std::nullopt;
         }
-        return Judgement{t[0].median_ns / t[1].median_ns - 1, 'R'};
+        // The paired ratio (timing/paired.h): the median of the per-cycle ratios A / B, disturbed
+        // cycles left out, not the ratio of two medians that each move with whatever hit their
+        // own repetitions.
+        return Judgement{-timing::ComparePaired(t[0].samples_ns, t[1].samples_ns, 0).gain, 'R'};
       });
 }
 

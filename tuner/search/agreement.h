@@ -39,7 +39,8 @@ AgreementReport CompareChoices(const std::vector<StoredBucket>& a,
 
 // The same comparison judged by timing both choices again, side by side in this process with
 // their repetitions interleaved (Evaluator::MeasureInterleaved at each bucket's representative
-// problem), so neither sweep's noisy minute decides it. Buckets whose problem cannot be
+// problem), so neither sweep's noisy minute decides it; `slowdown` is then the paired ratio of
+// the two (the median of the per-cycle ratios A / B) minus 1. Buckets whose problem cannot be
 // rebuilt from the id, or whose re-timing fails, are listed as unjudged.
 AgreementReport RemeasureChoices(const KernelSpec& spec, DType dtype, int threads,
                                  const std::vector<std::pair<std::string, Config>>& chosen_a,
