@@ -13,6 +13,7 @@
 #include "tuner/search/agreement.h"
 #include "tuner/search/simulate.h"
 #include "tuner/search/stored_buckets.h"
+#include "tuner/timing/timing.h"
 
 namespace blocktune::tuner::search {
 namespace {
@@ -156,6 +157,35 @@ TEST(Simulate, CompareChoicesJudgesWithTheOtherSweepsMeasurements) {
   r = CompareChoices(a, {{"m1_n1_k1", c0}}, b, {{"m1_n1_k1", c1}}, 0.03);
   EXPECT_FALSE(r.buckets[0].within);
   EXPECT_DOUBLE_EQ(r.within_fraction, 0.0);
+}
+
+TEST(Simulate, RemeasuredChoicesAreJudgedByTheirPairedRatio) {
+  // Both choices re-timed side by side: preemptions hit A in cycles 2 and 5, B in 1 and 4. The
+  // three quiet cycles say A is 5% faster; the two medians would say 4%.
+  struct Fixed : Evaluator {
+    void Measure(const EvalRequest&, const Config&, Measurement&) override {}
+    std::vector<Measurement> MeasureInterleaved(const EvalRequest&, const std::vector<Config>& configs) override {
+      std::vector<Measurement> out(configs.size());
+      out[0].samples_ns = {0.95e6, 0.96e6, 1.30e6, 0.95e6, 0.97e6, 1.25e6, 0.96e6};
+      out[1].samples_ns = {1.00e6, 1.31e6, 1.00e6, 1.00e6, 1.28e6, 1.00e6, 1.01e6};
+      for (Measurement& m : out) {
+        m.outcome = Outcome::kOk;
+        m.median_ns = timing::Median(m.samples_ns);
+      }
+      return out;
+    }
+  } evaluator;
+  const KernelSpec* matmul = FindKernel("matmul");
+  ASSERT_NE(matmul, nullptr);
+  const Config a = matmul->DefaultConfig();
+  Config b = a;
+  b.Set("block_m", 48);
+  const AgreementReport r = RemeasureChoices(*matmul, DType::kF32, 1, {{"m256_n256_k256", a}}, {{"m256_n256_k256", b}},
+                                             evaluator, timing::TimingOptions{}, 0.02);
+  ASSERT_EQ(r.buckets.size(), 1u);
+  EXPECT_EQ(r.buckets[0].judged_by, 'R');
+  EXPECT_NEAR(r.buckets[0].slowdown, -0.05, 0.001);
+  EXPECT_FALSE(r.buckets[0].within);  // 5% apart: outside 2%
 }
 
 // tests/data/exhaustive_matmul_flash.tsv, parsed.
