@@ -123,6 +123,8 @@ python3 - "$work" "$level" "$wall" "$budget" "$model" <<'PY'
 import glob, json, math, sys
 work, level, wall, budget, model = sys.argv[1:]
 lines, n, within, within_medians, slower, ref_n = [], 0, 0, 0, 0, 0
+def speedup(row):  # over the default, paired: 1 / (1 - paired gain)
+    return 1 / (1 - row["paired_gain"])
 log_new, log_ref, log_both_new, both = 0.0, 0.0, 0.0, 0
 for path in sorted(glob.glob(f"{work}/regret/{level}-*.json")):
     name = path.rsplit("/", 1)[1][len(level) + 1:-5]
@@ -134,21 +136,21 @@ for path in sorted(glob.glob(f"{work}/regret/{level}-*.json")):
         if not new or new.get("outcome") != "ok":
             continue
         n += 1
-        s_new = 1 / (1 - new["paired_gain"])
+        s_new = speedup(new)
         log_new += math.log(s_new)
         bad = new["paired_gain"] < 0 and new["beyond_noise"]
         slower += bad
         text = f"| {name} | {b['bucket']} | {s_new:.3f}{' SLOWER' if bad else ''} |"
         if ref and ref.get("outcome") == "ok":
             ref_n += 1
-            ratio = (1 - ref["paired_gain"]) / (1 - new["paired_gain"])
+            ratio = s_new / speedup(ref)
             by_medians = ref["median_ns"] / new["median_ns"]
             within += ratio >= 1 / 1.02
             within_medians += by_medians >= 1 / 1.02
-            log_ref += math.log(1 / (1 - ref["paired_gain"]))
+            log_ref += math.log(speedup(ref))
             log_both_new += math.log(s_new)
             both += 1
-            text += (f" {1 / (1 - ref['paired_gain']):.3f} | {ratio:.3f}{'' if ratio >= 1 / 1.02 else ' (>2% behind)'} "
+            text += (f" {speedup(ref):.3f} | {ratio:.3f}{'' if ratio >= 1 / 1.02 else ' (>2% behind)'} "
                      f"| {by_medians:.3f} |")
         else:
             text += " - | - | - |"

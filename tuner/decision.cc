@@ -71,12 +71,14 @@ class Rounds {
                               bool challenger = false) {
     while (true) {
       std::vector<Verdict> vs;
+      std::vector<bool> close;  // per verdict
       std::vector<size_t> again;
       bool clear_loss = false;
       for (const Ref& ref : refs) {
         if (ref.at == i) continue;
         vs.push_back(Judge(i, ref));
-        if (close_.at({i, ref.at})) {
+        close.push_back(close_.at({i, ref.at}));
+        if (close.back()) {
           again.push_back(ref.at);
         } else if (!vs.back().beats) {
           clear_loss = true;
@@ -84,12 +86,10 @@ class Rounds {
       }
       if (again.empty() || (clear_loss && give_up_on_clear_loss)) return vs;
       if (extra_left_ == 0) {
-        if (challenger) {
-          for (Verdict& v : vs) {
-            if (v.beats && close_.at({i, AtOf(refs, v.against)})) {
-              v.beats = false;
-              v.unsettled = true;
-            }
+        for (size_t k = 0; k < vs.size(); ++k) {
+          if (challenger && vs[k].beats && close[k]) {
+            vs[k].beats = false;
+            vs[k].unsettled = true;
           }
         }
         return vs;
@@ -100,13 +100,6 @@ class Rounds {
   }
 
  private:
-  static size_t AtOf(const std::vector<Ref>& refs, const std::string& name) {
-    for (const Ref& r : refs) {
-      if (r.name == name) return r.at;
-    }
-    return SIZE_MAX;
-  }
-
   void Extend(const std::vector<size_t>& which) {
     --extra_left_;
     const std::vector<Measurement> more = retime_(which);
