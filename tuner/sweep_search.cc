@@ -84,6 +84,16 @@ void BucketRun::Retime(Measurement& m) {
   // Interleaved timing of the one config: it keeps the count it was just calibrated to and gets
   // one warm call, so the second look costs its repetitions and little else.
   const std::vector<Measurement> again = run.evaluator.MeasureInterleaved(eval, {m.config});
+  if (again.size() == 1 &&
+      (!again[0].device_error.empty() || (!again[0].device_key.empty() && again[0].device_key != m.device_key))) {
+    // The second look came from another device (a runner restarted on it) or a refused device
+    // line: the measurement carries that identity, so the sink refuses it and fails the sweep,
+    // rather than storing either look under the first device.
+    m.device_key = again[0].device_key;
+    m.device = again[0].device;
+    m.device_error = again[0].device_error;
+    return;
+  }
   if (again.size() != 1 || again[0].outcome != Outcome::kOk || again[0].samples_ns.empty()) return;
   const double first = timing::RobustCv(m.samples_ns);
   const double second = timing::RobustCv(again[0].samples_ns);

@@ -141,7 +141,12 @@ status, error, hw = c.execute(
 assert status == "failed" and "gpu.nvidia.sm80.a100" in error, (status, error)
 assert hw == sys.argv[2], hw  # filed under the first device, whose measurements these are
 ok = c.execute("SELECT COUNT(*) FROM measurements WHERE sweep_id = 2 AND outcome = 'ok'").fetchone()[0]
-assert ok == 2, ok  # the two configs the H200 runner answered; nothing from the A100
+retimed = c.execute(
+    "SELECT COUNT(*) FROM measurements WHERE sweep_id = 2 AND detail LIKE 're-timed:%'").fetchone()[0]
+# The H200 runner answered two timing requests; a config whose repetitions spread more than
+# retime_cv (a loaded machine) is timed again, which takes one of them, and a second look that
+# the A100 runner answers is refused with its config. Nothing from the A100 is stored.
+assert ok >= 1 and ok + retimed <= 2, (ok, retimed)
 assert c.execute("SELECT COUNT(*) FROM tuned_entries").fetchone()[0] == 0
 assert c.execute("SELECT COUNT(*) FROM hardware_profiles WHERE hardware_key LIKE '%a100%'").fetchone()[0] == 0
 PY

@@ -57,6 +57,7 @@ class PlaneEvaluator : public Evaluator {
   void Measure(const EvalRequest&, const Config& c, Measurement& m) override {
     ++measured[c.ToString()];
     Fill(c, m, 0.001);
+    m.device_key = device_key;
     if (all_noisy) {  // repetitions spread ~11% (robust CV) above the config's own time
       m.samples_ns = {m.median_ns, 1.08 * m.median_ns, 1.16 * m.median_ns};
       m.cv = 0.08;
@@ -72,7 +73,11 @@ class PlaneEvaluator : public Evaluator {
   std::vector<Measurement> MeasureInterleaved(const EvalRequest&, const std::vector<Config>& configs) override {
     std::vector<Measurement> out(configs.size());
     for (size_t i = 0; i < configs.size(); ++i) Fill(configs[i], out[i], 0.001);
-    if (configs.size() == 1) ++retimed[configs[0].ToString()];
+    for (Measurement& m : out) m.device_key = device_key;
+    if (configs.size() == 1) {
+      ++retimed[configs[0].ToString()];
+      if (!retime_device_key.empty()) out[0].device_key = retime_device_key;
+    }
     return out;
   }
   static void Fill(const Config& c, Measurement& m, double cv) {
@@ -86,6 +91,8 @@ class PlaneEvaluator : public Evaluator {
   bool all_noisy = false;
   double best_ns = 0;                // with all_noisy: the best config time measured so far
   std::set<std::string> contenders;  // configs whose fastest repetition came within 5% of it
+  std::string device_key;            // the device every answer comes from
+  std::string retime_device_key;     // if set, the device a second look comes from instead
 };
 
 SweepRequest PlaneRequest() {
@@ -196,6 +203,27 @@ TEST(SearchBudget, ANoisySearchMeasurementIsTimedAgainBeforeItSteers) {
   EXPECT_NE(stored->detail.find("kept the second"), std::string::npos) << stored->detail;
   // Quiet measurements are not timed again.
   EXPECT_EQ(eval.retimed.count(PlaneSpec().DefaultConfig().ToString()), 0u);
+}
+
+TEST(SearchBudget, ASecondLookFromAnotherDeviceIsCarriedForTheSinkToRefuse) {
+  // A runner that exits between the first look and the second is started again, and may
+  // announce another device: neither look may then be stored under the first one's key
+  // (store/task_sink.cc refuses a measurement whose device_key is not its sweep's).
+  MemorySink sink;
+  sink.prior = FullPrior();
+  PlaneEvaluator eval;
+  eval.device_key = "gpu.nvidia.sm90.h200";
+  eval.retime_device_key = "gpu.nvidia.sm80.a100";
+  const Config lucky = NamedInts({{"x", 10}, {"y", 5}});
+  eval.lucky.insert(lucky.ToString());
+  ASSERT_TRUE(RunPlane(PlaneRequest(), sink, eval));
+  ASSERT_EQ(eval.retimed[lucky.ToString()], 1);
+  for (const Measurement& m : sink.stored) {
+    EXPECT_EQ(m.device_key, m.config == lucky ? "gpu.nvidia.sm80.a100" : "gpu.nvidia.sm90.h200") << m.config.ToString();
+    if (m.config == lucky) {
+      EXPECT_EQ(m.detail.find("re-timed"), std::string::npos) << m.detail;
+    }
+  }
 }
 
 TEST(SearchBudget, ANoisyMeasurementFarBehindTheBestIsNotTimedAgain) {
