@@ -25,8 +25,13 @@ struct Ref {
 class Rounds {
  public:
   Rounds(const RoundRoles& roles, const std::vector<Measurement>& first, const RetimeFn& retime, double min_band,
-         int extra_rounds)
-      : roles_(roles), timed_(first), retime_(retime), min_band_(min_band), extra_left_(std::max(extra_rounds, 0)) {
+         int extra_rounds, int extra_rounds_per_config)
+      : roles_(roles),
+        timed_(first),
+        retime_(retime),
+        min_band_(min_band),
+        extra_left_(std::max(extra_rounds, 0)),
+        per_config_(std::max(extra_rounds_per_config, 0)) {
     std::map<size_t, std::vector<double>> call;
     for (size_t i = 0; i < first.size(); ++i) {
       if (first[i].outcome == Outcome::kOk) call[i] = first[i].samples_ns;
@@ -65,10 +70,12 @@ class Rounds {
   }
 
   // `i` against each of `refs`; while a verdict is close (and, with `give_up_on_clear_loss`, none
-  // is clearly lost), the close pairs are timed again, as long as extra rounds are left. With
-  // `challenger`, a win still close when they run out does not count (Verdict::unsettled).
+  // is clearly lost), the close pairs are timed again, as long as extra rounds are left (the
+  // bucket's, and `i`'s own share of them). With `challenger`, a win still close when they run
+  // out does not count (Verdict::unsettled).
   std::vector<Verdict> Settle(size_t i, const std::vector<Ref>& refs, bool give_up_on_clear_loss,
                               bool challenger = false) {
+    int own_left = per_config_;
     while (true) {
       std::vector<Verdict> vs;
       std::vector<bool> close;  // per verdict
@@ -85,7 +92,7 @@ class Rounds {
         }
       }
       if (again.empty() || (clear_loss && give_up_on_clear_loss)) return vs;
-      if (extra_left_ == 0) {
+      if (extra_left_ == 0 || own_left == 0) {
         for (size_t k = 0; k < vs.size(); ++k) {
           if (challenger && vs[k].beats && close[k]) {
             vs[k].beats = false;
@@ -95,6 +102,7 @@ class Rounds {
         return vs;
       }
       again.insert(again.begin(), i);
+      --own_left;
       Extend(again);
     }
   }
@@ -124,6 +132,7 @@ class Rounds {
   const RetimeFn& retime_;
   double min_band_;
   int extra_left_;
+  int per_config_;
   std::vector<std::map<size_t, std::vector<double>>> calls_;
   mutable std::map<std::pair<size_t, size_t>, bool> close_;
 };
@@ -196,8 +205,8 @@ std::string FormatNs(double ns) {
 }
 
 RoundDecision DecideRound(const RoundRoles& roles, const std::vector<Measurement>& round, const RetimeFn& retime,
-                          double min_band, int max_extra_rounds) {
-  Rounds r(roles, round, retime, min_band, max_extra_rounds);
+                          double min_band, int max_extra_rounds, int max_extra_rounds_per_config) {
+  Rounds r(roles, round, retime, min_band, max_extra_rounds, max_extra_rounds_per_config);
   RoundDecision d;
   const auto is_role = [&](size_t i) {
     return (roles.default_config && *roles.default_config == i) || (roles.incumbent && *roles.incumbent == i) ||

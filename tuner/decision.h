@@ -50,9 +50,12 @@ struct RoundDecision {
 // empty answer declines (the round would cost too much): no more extra rounds are asked for.
 using RetimeFn = std::function<std::vector<Measurement>(const std::vector<size_t>&)>;
 
-// `round`: one Measurement per config of `roles`, from one interleaved round.
+// `round`: one Measurement per config of `roles`, from one interleaved round. At most
+// `max_extra_rounds` extra rounds in all, and at most `max_extra_rounds_per_config` for the
+// verdicts of any one config (the served row's claim over the default, or one challenger), so
+// the first close verdict cannot spend what the next one needs.
 RoundDecision DecideRound(const RoundRoles& roles, const std::vector<Measurement>& round, const RetimeFn& retime,
-                          double min_band, int max_extra_rounds);
+                          double min_band, int max_extra_rounds, int max_extra_rounds_per_config = 2);
 
 // "1.23 ms", "456 us": a median for the decision record.
 std::string FormatNs(double ns);

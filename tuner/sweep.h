@@ -143,13 +143,22 @@ struct SweepOptions {
   double min_noise_band = 0.02;
   // A verdict within one standard error of its band (timing::PairedComparison::Close) gets its
   // pair timed again, `timing.repetitions` more interleaved cycles a round, at most this many
-  // rounds per bucket: the band narrows as 1 / sqrt(cycles), so close calls are settled by
-  // evidence and the clear ones cost nothing extra.
-  int max_extra_rounds = 2;
+  // rounds per bucket and `max_extra_rounds_per_config` for any one config's verdicts: the band
+  // narrows as 1 / sqrt(cycles), so close calls are settled by evidence and the clear ones cost
+  // nothing extra. With 2 per bucket, a served row's close claim over the default took both and
+  // left the best challenger's close win unsettled (issue 39, matmul t2 at AVX2: the reference
+  // row 3-5% faster than the default that stayed).
+  int max_extra_rounds = 4;
+  int max_extra_rounds_per_config = 2;
   // An extra round expected to take longer than this (its configs' repetitions at their medians
   // and counts, and a warm call each) is not run: at 0.6 s a call, one more round of a pair is
   // 7 s, a tenth of what adapt gives a whole bucket.
   double extra_round_seconds = 2;
+  // With a per-bucket time limit (SweepRequest::budget_seconds), an extra round may take up to
+  // this share of it when that is more: adapt's 13-minute run gives a bucket 7.5 s of search, so
+  // a pair of 200 ms configs (2.4 s a round) is settled instead of kept at the default on an 8%
+  // gain inside a 16% band.
+  double extra_round_budget_share = 0.5;
   // A search measurement whose repetitions spread more than this (robust CV) is timed again
   // before the search is told it, and the quieter of the two (robust CV) is kept: one disturbed
   // measurement (cv 0.09, robust 0.07, at 6.21 ms for a config that runs 7.73 ms) otherwise

@@ -149,14 +149,17 @@ Result<Flow> DecideBucket(BucketRun& b, const search::SearchSpace& space, const 
         expected_ns +=
             m.median_ns * static_cast<double>(std::max<int64_t>(m.iterations, 1) * eval.timing.repetitions + 1);
       }
-      if (expected_ns * 1e-9 > options.extra_round_seconds) return std::vector<Measurement>{};
+      const double cap_s =
+          std::max(options.extra_round_seconds, options.extra_round_budget_share * request.budget_seconds);
+      if (expected_ns * 1e-9 > cap_s) return std::vector<Measurement>{};
       return run.evaluator.MeasureInterleaved(eval, configs);
     };
     RoundDecision d;
     {
       PhaseTimer t(bd.decision_s);
       retimed = run.evaluator.MeasureInterleaved(eval, candidates);
-      d = DecideRound(roles, retimed, more, options.min_noise_band, options.max_extra_rounds);
+      d = DecideRound(roles, retimed, more, options.min_noise_band, options.max_extra_rounds,
+                      options.max_extra_rounds_per_config);
     }
     chosen = d.chosen;
     round.decision = std::move(d.text);
