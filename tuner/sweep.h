@@ -155,9 +155,9 @@ struct SweepOptions {
   // 7 s, a tenth of what adapt gives a whole bucket.
   double extra_round_seconds = 2;
   // With a per-bucket time limit (SweepRequest::budget_seconds), an extra round may take up to
-  // this share of it when that is more: adapt's 13-minute run gives a bucket 7.5 s of search, so
-  // a pair of 200 ms configs (2.4 s a round) is settled instead of kept at the default on an 8%
-  // gain inside a 16% band.
+  // this share of it when that is more (ExtraRoundSeconds): adapt's 13-minute run gives a bucket
+  // 7.5 s of search, so a pair of 200 ms configs (2.4 s a round) is settled instead of its 6.0%
+  // win being left unsettled (flash_attention f32 t1 heads8, 194 ms a call, on the Zen 4).
   double extra_round_budget_share = 0.5;
   // A search measurement whose repetitions spread more than this (robust CV) is timed again
   // before the search is told it, and the quieter of the two (robust CV) is kept: one disturbed
@@ -214,6 +214,10 @@ double NoiseBand(double cv_a, double cv_b, int64_t samples, double min_band);
 // repetition preempted for a few ms would make the plain CV, and with it the band, several
 // times wider than the spread the medians actually have.
 double NoiseBand(const Measurement& a, const Measurement& b, double min_band);
+
+// The longest an extra round of a decision may be expected to take (SweepOptions::
+// extra_round_seconds, extra_round_budget_share).
+double ExtraRoundSeconds(const SweepOptions& options, const SweepRequest& request);
 
 // Sharding (SweepRequest::shard_index/shard_count). Item `item` of a bucket's plan (its
 // invalid configs, then its planned ones, in order) belongs to shard

@@ -27,6 +27,10 @@ double NoiseBand(const Measurement& a, const Measurement& b, double min_band) {
   return NoiseBand(timing::RobustCv(a.samples_ns), timing::RobustCv(b.samples_ns), samples, min_band);
 }
 
+double ExtraRoundSeconds(const SweepOptions& options, const SweepRequest& request) {
+  return std::max(options.extra_round_seconds, options.extra_round_budget_share * request.budget_seconds);
+}
+
 const Measurement* SelectWinner(const std::vector<Measurement>& measurements) {
   const Measurement* best = nullptr;
   for (const Measurement& m : measurements) {
@@ -149,9 +153,7 @@ Result<Flow> DecideBucket(BucketRun& b, const search::SearchSpace& space, const 
         expected_ns +=
             m.median_ns * static_cast<double>(std::max<int64_t>(m.iterations, 1) * eval.timing.repetitions + 1);
       }
-      const double cap_s =
-          std::max(options.extra_round_seconds, options.extra_round_budget_share * request.budget_seconds);
-      if (expected_ns * 1e-9 > cap_s) return std::vector<Measurement>{};
+      if (expected_ns * 1e-9 > ExtraRoundSeconds(options, request)) return std::vector<Measurement>{};
       return run.evaluator.MeasureInterleaved(eval, configs);
     };
     RoundDecision d;

@@ -260,6 +260,20 @@ TEST(Decision, AClaimThatTakesItsExtraRoundsLeavesTheChallengerItsOwn) {
   EXPECT_EQ(old.text.rfind("kept served row: it beats the default by 3.0%, noise band 2.9%", 0), 0u) << old.text;
 }
 
+TEST(Decision, AnExtraRoundMayTakeHalfOfABucketsTimeLimit) {
+  // A pair of 200 ms configs, 5 repetitions and a warm call each: 2.4 s a round.
+  const double pair_s = 2 * (5 + 1) * 0.2;
+  SweepOptions options;
+  SweepRequest request;  // no time limit: the fixed 2 s
+  EXPECT_DOUBLE_EQ(ExtraRoundSeconds(options, request), 2.0);
+  EXPECT_GT(pair_s, ExtraRoundSeconds(options, request));
+  request.budget_seconds = 7.5;  // adapt's share of a 13-minute run for one bucket
+  EXPECT_DOUBLE_EQ(ExtraRoundSeconds(options, request), 3.75);
+  EXPECT_LT(pair_s, ExtraRoundSeconds(options, request));
+  request.budget_seconds = 1;  // a short limit never lowers the fixed allowance
+  EXPECT_DOUBLE_EQ(ExtraRoundSeconds(options, request), 2.0);
+}
+
 // --- The whole sweep on the fake kernel, on a fake clock ---
 
 // The in-process evaluator, with a slow phase during the decision round (its first
