@@ -117,9 +117,13 @@ class Rounds {
     }
     std::map<size_t, std::vector<double>> call;
     for (size_t k = 0; k < which.size() && k < more.size(); ++k) {
+      Measurement& m = timed_[which[k]];
+      if (TakeForeignDevice(m, more[k])) {  // the round's record is refused with it: no more rounds
+        extra_left_ = 0;
+        continue;
+      }
       if (more[k].outcome != Outcome::kOk) continue;  // a failure now leaves its earlier rounds standing
       call[which[k]] = more[k].samples_ns;
-      Measurement& m = timed_[which[k]];
       m.samples_ns.insert(m.samples_ns.end(), more[k].samples_ns.begin(), more[k].samples_ns.end());
       m.median_ns = timing::Median(m.samples_ns);
       m.cv = timing::CoefficientOfVariation(m.samples_ns);

@@ -69,6 +69,13 @@ struct Measurement {
   std::string device_error;
 };
 
+// When `later` (more repetitions of m's config: a search measurement's second look, a decision's
+// extra round) was answered from another device than m, or carries a refused device line, gives
+// m that identity, so the sweep's sink refuses m (store::TaskSink::CheckDevice) instead of
+// filing the later samples under m's device; a runner restarted on another GPU between the two
+// is caught here. Returns whether it did.
+bool TakeForeignDevice(Measurement& m, const Measurement& later);
+
 // What the regression gate of `tables generate --db` decided when a database row would replace
 // a checked-in row of the host's own profile (tuner/gate.h): both configs re-timed side by side.
 struct GateRecord {

@@ -72,28 +72,16 @@ bool BucketRun::CouldContend(const Measurement& m) const {
   // the bucket's best median so far is no contender however its repetitions spread, and a second
   // look would not make it one. On the 2-core Zen 4 (2026-12-07) 123 of 857 search measurements of
   // an adapt run spread more than retime_cv, most of them configs far behind the best.
-  double best = 0;
-  for (const Measurement& r : results) {
-    if (r.outcome == Outcome::kOk && r.median_ns > 0 && (best == 0 || r.median_ns < best)) best = r.median_ns;
-  }
-  if (best == 0 || m.samples_ns.empty()) return true;
-  return *std::min_element(m.samples_ns.begin(), m.samples_ns.end()) < 1.05 * best;
+  const Measurement* best = SelectWinner(results);
+  if (best == nullptr || !(best->median_ns > 0) || m.samples_ns.empty()) return true;
+  return *std::min_element(m.samples_ns.begin(), m.samples_ns.end()) < 1.05 * best->median_ns;
 }
 
 void BucketRun::Retime(Measurement& m) {
   // Interleaved timing of the one config: it keeps the count it was just calibrated to and gets
   // one warm call, so the second look costs its repetitions and little else.
   const std::vector<Measurement> again = run.evaluator.MeasureInterleaved(eval, {m.config});
-  if (again.size() == 1 &&
-      (!again[0].device_error.empty() || (!again[0].device_key.empty() && again[0].device_key != m.device_key))) {
-    // The second look came from another device (a runner restarted on it) or a refused device
-    // line: the measurement carries that identity, so the sink refuses it and fails the sweep,
-    // rather than storing either look under the first device.
-    m.device_key = again[0].device_key;
-    m.device = again[0].device;
-    m.device_error = again[0].device_error;
-    return;
-  }
+  if (again.size() == 1 && TakeForeignDevice(m, again[0])) return;  // refused with it, neither look stored
   if (again.size() != 1 || again[0].outcome != Outcome::kOk || again[0].samples_ns.empty()) return;
   const double first = timing::RobustCv(m.samples_ns);
   const double second = timing::RobustCv(again[0].samples_ns);

@@ -166,6 +166,33 @@ TEST(Decision, ACloseVerdictGetsMoreRoundsAndTheRecordSaysSo) {
   EXPECT_EQ(d.timed[0].samples_ns.size(), 10u);  // the record keeps the extra round's repetitions
 }
 
+TEST(Decision, AnExtraRoundFromAnotherDeviceIsCarriedForTheSinkToRefuse) {
+  // A runner restarted between the round and its extra round may answer from another GPU: the
+  // config's record takes that device, so the sweep's sink refuses the round (TaskSink), and
+  // the extra round's samples are not added to the first device's.
+  RoundRoles roles;
+  roles.configs = {NamedInts({{"x", 1}}), NamedInts({{"x", 2}})};
+  roles.searched = 1;
+  roles.default_config = 1;
+  std::vector<Measurement> round = {Timed(Scaled(0.95e6, {1.0, 1.06, 0.97, 1.0, 1.04})),
+                                    Timed(Scaled(1e6, {1, 1, 1, 1, 1}))};
+  for (Measurement& m : round) m.device_key = "gpu.nvidia.sm90.h200";
+  const RetimeFn retime = [&](const std::vector<size_t>& which) {
+    std::vector<Measurement> out;
+    for (size_t i : which) {
+      out.push_back(Timed(Scaled(i == 0 ? 0.95e6 : 1e6, {1, 1, 1, 1, 1})));
+      out.back().device_key = "gpu.nvidia.sm80.a100";
+    }
+    return out;
+  };
+  const RoundDecision d = DecideRound(roles, round, retime, 0.02, 2);
+  ASSERT_EQ(d.timed.size(), 2u);
+  for (const Measurement& m : d.timed) {
+    EXPECT_EQ(m.device_key, "gpu.nvidia.sm80.a100");
+    EXPECT_EQ(m.samples_ns.size(), 5u);  // the first device's repetitions only
+  }
+}
+
 TEST(Decision, ADeclinedExtraRoundLeavesTheVerdictAsItIs) {
   RoundRoles roles;
   roles.configs = {NamedInts({{"x", 1}}), NamedInts({{"x", 2}})};
