@@ -69,21 +69,35 @@ class Rounds {
     return v;
   }
 
+  // A close win of `i` over `ref` that the rounds so far hold up (Verdict::held): enough paired
+  // repetitions, from two rounds or more, and `i` faster in each of those rounds on its own.
+  bool Held(size_t i, const Verdict& v, const Ref& ref) const {
+    if (v.rounds < 2 || v.cycles < kHeldWinCycles) return false;
+    for (const auto& call : calls_) {
+      const auto x = call.find(i), y = call.find(ref.at);
+      if (x == call.end() || y == call.end()) continue;
+      if (!(timing::ComparePaired(x->second, y->second, min_band_).gain > 0)) return false;
+    }
+    return true;
+  }
+
   // `i` against each of `refs`; while a verdict is close (and, with `give_up_on_clear_loss`, none
   // is clearly lost), the close pairs are timed again, as long as extra rounds are left (the
   // bucket's, and `i`'s own share of them). With `challenger`, a win still close when they run
-  // out does not count (Verdict::unsettled).
+  // out counts only when the rounds hold it up (Verdict::held), else not (Verdict::unsettled).
   std::vector<Verdict> Settle(size_t i, const std::vector<Ref>& refs, bool give_up_on_clear_loss,
                               bool challenger = false) {
     int own_left = per_config_;
     while (true) {
       std::vector<Verdict> vs;
-      std::vector<bool> close;  // per verdict
+      std::vector<bool> close;   // per verdict
+      std::vector<Ref> against;  // per verdict
       std::vector<size_t> again;
       bool clear_loss = false;
       for (const Ref& ref : refs) {
         if (ref.at == i) continue;
         vs.push_back(Judge(i, ref));
+        against.push_back(ref);
         close.push_back(close_.at({i, ref.at}));
         if (close.back()) {
           again.push_back(ref.at);
@@ -95,8 +109,9 @@ class Rounds {
       if (extra_left_ == 0 || own_left == 0) {
         for (size_t k = 0; k < vs.size(); ++k) {
           if (challenger && vs[k].beats && close[k]) {
-            vs[k].beats = false;
-            vs[k].unsettled = true;
+            vs[k].held = Held(i, vs[k], against[k]);
+            vs[k].beats = vs[k].held;
+            vs[k].unsettled = !vs[k].held;
           }
         }
         return vs;
@@ -171,6 +186,11 @@ std::string Figures(const Verdict& v) {
   return out;
 }
 
+// ", held: close, faster in each of 3 rounds" after the band of a held win (Verdict::held).
+std::string HeldNote(const Verdict& v) {
+  return v.held ? ", held: close, faster in each of " + std::to_string(v.rounds) + " rounds" : "";
+}
+
 // "the default", "it" (the row the text is about), "the served row", "the incumbent"
 std::string Whom(const Verdict& v, const std::string& subject) {
   if (v.against == subject) return "it";
@@ -185,7 +205,7 @@ std::string Compared(const Verdict& v, const std::string& subject) {
                                      "no extra round left, band "
                                    : ", inside noise band ";
   return Pct(std::fabs(v.gain)) + (v.gain >= 0 ? " faster" : " slower") + " than " + Whom(v, subject) + band +
-         Pct(v.noise_band) + " " + Figures(v);
+         Pct(v.noise_band) + HeldNote(v) + " " + Figures(v);
 }
 
 }  // namespace
@@ -291,15 +311,17 @@ RoundDecision DecideRound(const RoundRoles& roles, const std::vector<Measurement
     d.chosen = *winner;
     const Verdict* inc = find(won, "incumbent");
     const bool had_incumbent = roles.incumbent && r.Ok(*roles.incumbent) && !(def && def->at == *roles.incumbent);
-    d.text = inc ? "replaced incumbent: " + Pct(inc->gain) + " faster, noise band " + Pct(inc->noise_band) + " " +
-                       Figures(*inc)
+    d.text = inc ? "replaced incumbent: " + Pct(inc->gain) + " faster, noise band " + Pct(inc->noise_band) +
+                       HeldNote(*inc) + " " + Figures(*inc)
              : had_incumbent ? "replaced incumbent (it does not beat the default)"
                              : "new";
     if (const Verdict* v = find(won, "default")) {
-      d.text += "; beats the default by " + Pct(v->gain) + ", noise band " + Pct(v->noise_band) + " " + Figures(*v);
+      d.text += "; beats the default by " + Pct(v->gain) + ", noise band " + Pct(v->noise_band) + HeldNote(*v) + " " +
+                Figures(*v);
     }
     if (const Verdict* v = find(won, "served")) {
-      d.text += "; beats the served row by " + Pct(v->gain) + ", noise band " + Pct(v->noise_band) + " " + Figures(*v);
+      d.text += "; beats the served row by " + Pct(v->gain) + ", noise band " + Pct(v->noise_band) + HeldNote(*v) +
+                " " + Figures(*v);
     }
     if (!won.empty()) {
       d.verdict = *std::min_element(won.begin(), won.end(), [](const Verdict& a, const Verdict& b) {

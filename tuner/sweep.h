@@ -47,7 +47,18 @@ struct Verdict {
   // published on such verdicts (3.0% over a 2.2% band, 4 paired repetitions) were 7-13% slower
   // than the default when `blocktune regret` timed them later.
   bool unsettled = false;
+  // A challenger's win still close when the extra rounds ran out, counted all the same: it rests
+  // on at least kHeldWinCycles paired repetitions from at least two rounds timed apart, and each
+  // of those rounds on its own found the challenger faster (decision.cc). A standard error from
+  // 4-5 cycles is itself a guess, which is why a close win from one round stays unsettled; from
+  // 10 or more over separate rounds a gain beyond two of them is the ~97.5% one-sided test the
+  // band stands for. On the Zen 4 at AVX2 (issue 39, run 5) the default was kept on two such
+  // verdicts, grouped_matmul f32 groups64 at 1 and 2 threads (3.7% over a 2.7% band from 15
+  // cycles, 11.2% over 7.5% from 13), where `blocktune regret` finds those rows 8-11% faster.
+  bool held = false;
 };
+// Paired repetitions a close win must rest on to be held (Verdict::held).
+inline constexpr int64_t kHeldWinCycles = 10;
 
 // The decision round of one bucket: the best configs of the search (and the incumbent) timed
 // again with their repetitions interleaved, and what was chosen from it.
