@@ -233,7 +233,7 @@ Result<timing::TimingResult> TimeStable(Rotation& rot, const Config& config, con
   double best_cv = timing::RobustCv(t->samples_ns);
   const int64_t extra_max = static_cast<int64_t>(std::max(r.timing.max_retries, 0)) * static_cast<int64_t>(window);
   int64_t extra = 0;
-  while (window > 0 && best_cv > r.timing.max_cv && extra < extra_max) {
+  while (window > 0 && !t->stopped && best_cv > r.timing.max_cv && extra < extra_max) {
     auto one = timing::TimeFixed(run, t->iterations, r.timing.clock_ns);
     if (!one) return std::unexpected(one.error());
     all.push_back(*one);
@@ -264,8 +264,11 @@ Result<timing::TimingResult> TimeStable(Rotation& rot, const Config& config, con
   return t;
 }
 
-// Turns an ok timing into `unstable` or `invalid` (below the floor) where it must.
-void JudgeTiming(const EvalRequest& r, int attempts, Measurement& m) {
+// Turns an ok timing into `unstable` or `invalid` (below the floor) where it must. A timing
+// stopped behind (TimingOptions::stop_above_ns) is not judged by its spread: two repetitions
+// both past the line say it is behind however they spread, and `unstable` would tell the search
+// it failed rather than that it is slow.
+void JudgeTiming(const EvalRequest& r, int attempts, bool stopped, Measurement& m) {
   if (m.outcome != Outcome::kOk) return;
   char buf[256];
   if (r.timing.check_floor) {
@@ -279,7 +282,7 @@ void JudgeTiming(const EvalRequest& r, int attempts, Measurement& m) {
       return;
     }
   }
-  if (const double spread = timing::RobustCv(m.samples_ns); spread > r.timing.max_cv) {
+  if (const double spread = timing::RobustCv(m.samples_ns); !stopped && spread > r.timing.max_cv) {
     std::snprintf(buf, sizeof buf,
                   "robust cv %.3f (cv %.3f) above %.3f after %d timing attempts (quietest window of %zu consecutive "
                   "repetitions kept)",
@@ -316,11 +319,20 @@ void InProcessEvaluator::Measure(const EvalRequest& request, const Config& confi
   }
   Rotation& rot = cache_->Timed(request);
   int attempts = 0;
-  FillTiming(TimeStable(rot, config, request, attempts, cache_->costs), m);
+  auto t = TimeStable(rot, config, request, attempts, cache_->costs);
+  const bool stopped = t && t->stopped;
+  FillTiming(t, m);
   if (m.outcome == Outcome::kOk && m.iterations > 0) {
     cache_->calibrated[CalibrationKey(config, request)] = m.iterations;
   }
-  JudgeTiming(request, attempts, m);
+  JudgeTiming(request, attempts, stopped, m);
+  if (stopped && m.outcome == Outcome::kOk) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "stopped after %zu of %d repetitions: each slower than %.0f ns, behind the bucket's best",
+                  m.samples_ns.size(), request.timing.repetitions, request.timing.stop_above_ns);
+    m.detail = buf;
+  }
 }
 
 EvalCosts InProcessEvaluator::costs() const { return cache_->costs; }

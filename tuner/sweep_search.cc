@@ -55,7 +55,13 @@ Measurement BucketRun::Base(const Config& c) const {
 Result<size_t> BucketRun::MeasureOnce(const Config& c) {
   if (auto it = measured.find(c.ToString()); it != measured.end()) return it->second;
   Measurement fresh = Base(c);
-  run.evaluator.Measure(eval, c, fresh);
+  EvalRequest request = eval;
+  if (run.options.stop_behind > 0 && run.request.strategy != Strategy::kExhaustive) {
+    if (const Measurement* best = SelectWinner(results); best != nullptr && best->median_ns > 0) {
+      request.timing.stop_above_ns = run.options.stop_behind * best->median_ns;
+    }
+  }
+  run.evaluator.Measure(request, c, fresh);
   ++run.bd.measured;
   if (fresh.outcome == Outcome::kOk && run.options.retime_cv > 0 &&
       timing::RobustCv(fresh.samples_ns) > run.options.retime_cv && CouldContend(fresh)) {

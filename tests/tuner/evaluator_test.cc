@@ -51,6 +51,26 @@ TEST(Evaluator, RotatesThroughInputSets) {
   EXPECT_EQ(spec.instances, 1 + 5);  // reused for the next config of the bucket
 }
 
+TEST(Evaluator, AConfigPastTheStopLineKeepsTwoRepetitionsAndSaysSo) {
+  CountingSpec spec;
+  EvalRequest r = FakeEval(spec);
+  r.timing.stop_above_ns = 1;  // every call is slower than 1 ns: no contender
+  r.timing.max_cv = 0;         // would make any spread `unstable`; a stopped timing is not judged by it
+  InProcessEvaluator eval;
+  Measurement m;
+  eval.Measure(r, NamedInts({{"a", 3}, {"b", 2}}), m);
+  ASSERT_EQ(m.outcome, Outcome::kOk) << m.detail;
+  EXPECT_EQ(m.samples_ns.size(), 2u);
+  EXPECT_EQ(m.detail.rfind("stopped after 2 of 3 repetitions", 0), 0u) << m.detail;
+  r.timing.stop_above_ns = 0;
+  r.timing.max_cv = 1.0;
+  Measurement full;
+  eval.Measure(r, NamedInts({{"a", 3}, {"b", 2}}), full);
+  ASSERT_EQ(full.outcome, Outcome::kOk) << full.detail;
+  EXPECT_EQ(full.samples_ns.size(), 3u);
+  EXPECT_TRUE(full.detail.empty()) << full.detail;
+}
+
 TEST(Evaluator, TimesBelowThePhysicalFloorAreInvalid) {
   CountingSpec spec;
   spec.impossible = true;  // 1e15 flops in ~150 us

@@ -60,6 +60,8 @@ TEST(WorkerProtocol, RequestAndResponseRoundTrip) {
   req.threads = 2;
   req.seed = 99;
   req.timing.min_repetition_ns = 1234.5;
+  req.timing.stop_above_ns = 5e6;
+  req.timing.stop_after = 3;
   req.configs = {NamedInts({{"block_m", 48}, {"block_n", 128}}), NamedInts({{"block_m", 96}, {"block_n", 256}})};
   auto back = isolation::DecodeRequest(isolation::EncodeRequest(req));
   ASSERT_TRUE(back) << back.error().ToString();
@@ -69,6 +71,8 @@ TEST(WorkerProtocol, RequestAndResponseRoundTrip) {
   EXPECT_EQ(back->threads, 2);
   EXPECT_EQ(back->seed, 99u);
   EXPECT_EQ(back->timing.min_repetition_ns, 1234.5);
+  EXPECT_EQ(back->timing.stop_above_ns, 5e6);  // the search's stop line reaches the worker
+  EXPECT_EQ(back->timing.stop_after, 3);
   EXPECT_EQ(back->configs, req.configs);  // order of params kept
 
   isolation::WorkerResponse resp;

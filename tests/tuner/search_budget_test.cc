@@ -54,8 +54,10 @@ double PlaneCost(const Config& c) {
 // Answers with PlaneCost; `lucky` configs measure 20% fast with cv 0.09 the first time.
 class PlaneEvaluator : public Evaluator {
  public:
-  void Measure(const EvalRequest&, const Config& c, Measurement& m) override {
+  void Measure(const EvalRequest& r, const Config& c, Measurement& m) override {
     ++measured[c.ToString()];
+    order.push_back(c.ToString());
+    stop_lines.push_back(r.timing.stop_above_ns);
     Fill(c, m, 0.001);
     m.device_key = device_key;
     if (all_noisy) {  // repetitions spread ~11% (robust CV) above the config's own time
@@ -87,6 +89,8 @@ class PlaneEvaluator : public Evaluator {
     m.cv = cv;
   }
   std::map<std::string, int> measured, retimed;
+  std::vector<std::string> order;  // configs as measured
+  std::vector<double> stop_lines;  // TimingOptions::stop_above_ns each was measured with
   std::set<std::string> lucky;
   bool all_noisy = false;
   double best_ns = 0;                // with all_noisy: the best config time measured so far
@@ -103,8 +107,8 @@ SweepRequest PlaneRequest() {
   return r;
 }
 
-Result<std::vector<TunedEntry>> RunPlane(const SweepRequest& r, MemorySink& sink, PlaneEvaluator& eval) {
-  SweepOptions options;
+Result<std::vector<TunedEntry>> RunPlane(const SweepRequest& r, MemorySink& sink, PlaneEvaluator& eval,
+                                         SweepOptions options = {}) {
   options.evaluator = &eval;
   const PlaneSpec spec;
   return RunSweep(r, 2, spec, HardwareProfile::Detect(1), sink, options);
@@ -239,6 +243,38 @@ TEST(SearchBudget, ANoisyMeasurementFarBehindTheBestIsNotTimedAgain) {
   EXPECT_EQ(retimed, eval.contenders);
   EXPECT_FALSE(retimed.empty());
   EXPECT_LT(retimed.size(), eval.measured.size());
+}
+
+TEST(SearchBudget, EachSearchMeasurementMayStopBehindTheBestSoFar) {
+  // Every config after the first is measured with a line at 1.15x the best median so far
+  // (TimingOptions::stop_above_ns: two repetitions past it and the rest are not timed); an
+  // exhaustive sweep, whose measurements are the whole landscape, and stop_behind 0 draw none.
+  MemorySink sink;
+  PlaneEvaluator eval;
+  ASSERT_TRUE(RunPlane(PlaneRequest(), sink, eval));
+  ASSERT_GT(eval.order.size(), 2u);
+  EXPECT_EQ(eval.stop_lines[0], 0);
+  double best = 0;
+  for (size_t i = 0; i < eval.order.size(); ++i) {
+    if (i > 0) {
+      EXPECT_DOUBLE_EQ(eval.stop_lines[i], 1.15 * best) << eval.order[i];
+    }
+    const double ns = PlaneCost(*NamedInts::Parse(eval.order[i]));
+    if (best == 0 || ns < best) best = ns;
+  }
+  SweepRequest exhaustive = PlaneRequest();
+  exhaustive.strategy = Strategy::kExhaustive;
+  MemorySink sink2;
+  PlaneEvaluator eval2;
+  ASSERT_TRUE(RunPlane(exhaustive, sink2, eval2));
+  ASSERT_EQ(eval2.stop_lines.size(), 200u);
+  for (double line : eval2.stop_lines) EXPECT_EQ(line, 0);
+  SweepOptions off;
+  off.stop_behind = 0;
+  MemorySink sink3;
+  PlaneEvaluator eval3;
+  ASSERT_TRUE(RunPlane(PlaneRequest(), sink3, eval3, off));
+  for (double line : eval3.stop_lines) EXPECT_EQ(line, 0);
 }
 
 }  // namespace

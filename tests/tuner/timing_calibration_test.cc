@@ -247,5 +247,33 @@ TEST(TimingCalibration, TheIterationCapEndsTheGrowth) {
   for (const TimedBatch& b : batches) EXPECT_LE(b.calls, 4);
 }
 
+TEST(TimingCalibration, AConfigBehindTheLineStopsAfterTwoRepetitions) {
+  // 50 ms calls (one a repetition) against a line at 40 ms: the warm-up and two repetitions,
+  // then no more. One repetition fast enough keeps it going; without a line all five run.
+  timing::TimingOptions o = CalibrationOptions();
+  o.stop_above_ns = 40e6;
+  Result<timing::TimingResult> t;
+  auto batches = TimeOnFakeClock(
+      o, [](int64_t) { return 50e6; }, t);
+  ASSERT_TRUE(t);
+  EXPECT_TRUE(t->stopped);
+  EXPECT_EQ(t->samples_ns.size(), 2u);
+  EXPECT_EQ(batches.size(), 3u);
+  EXPECT_DOUBLE_EQ(t->median_ns, 50e6);
+  // The second repetition (call 2) under the line: a contender, timed in full.
+  batches = TimeOnFakeClock(
+      o, [](int64_t i) { return i == 2 ? 39e6 : 50e6; }, t);
+  ASSERT_TRUE(t);
+  EXPECT_FALSE(t->stopped);
+  EXPECT_EQ(t->samples_ns.size(), 5u);
+  o.stop_above_ns = 0;
+  batches = TimeOnFakeClock(
+      o, [](int64_t) { return 50e6; }, t);
+  ASSERT_TRUE(t);
+  EXPECT_FALSE(t->stopped);
+  EXPECT_EQ(t->samples_ns.size(), 5u);
+  EXPECT_EQ(batches.size(), 6u);
+}
+
 }  // namespace
 }  // namespace blocktune::tuner

@@ -72,6 +72,8 @@ std::string EncodeRequest(const WorkerRequest& r) {
       {"max_retries", r.timing.max_retries},
       {"rotation_sets", r.timing.rotation_sets},
       {"check_floor", r.timing.check_floor},
+      {"stop_above_ns", r.timing.stop_above_ns},
+      {"stop_after", r.timing.stop_after},
       {"configs", std::move(configs)},
   };
   return j.dump();
@@ -106,6 +108,8 @@ Result<WorkerRequest> DecodeRequest(std::string_view payload) {
   r.timing.max_retries = j.value("max_retries", r.timing.max_retries);
   r.timing.rotation_sets = j.value("rotation_sets", r.timing.rotation_sets);
   r.timing.check_floor = j.value("check_floor", r.timing.check_floor);
+  r.timing.stop_above_ns = j.value("stop_above_ns", r.timing.stop_above_ns);
+  r.timing.stop_after = j.value("stop_after", r.timing.stop_after);
   const Json configs = j.value("configs", Json());
   if (!configs.is_array() || configs.empty()) return InvalidArgument("configs must be a non-empty array", "configs");
   for (size_t i = 0; i < configs.size(); ++i) {

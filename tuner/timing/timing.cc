@@ -50,6 +50,14 @@ double CallsFor(double target_ns, double measured_ns, int64_t calls) {
   return want;
 }
 
+// TimingOptions::stop_above_ns: the repetitions so far are enough to show the config is behind.
+bool StopsBehind(const std::vector<double>& samples, const TimingOptions& options) {
+  if (!(options.stop_above_ns > 0) || options.stop_after < 1) return false;
+  const auto n = static_cast<int>(samples.size());
+  if (n < options.stop_after || n >= options.repetitions) return false;
+  return *std::min_element(samples.begin(), samples.end()) > options.stop_above_ns;
+}
+
 double SteadyNs() { return std::chrono::duration<double, std::nano>(Clock::now().time_since_epoch()).count(); }
 
 Result<double> TimeBatch(const std::function<Status()>& run, int64_t iterations, double (*clock_ns)() = nullptr) {
@@ -181,6 +189,10 @@ Result<TimingResult> TimeRepeated(const std::function<Status()>& run, const Timi
     }
     result.samples_ns.push_back(*t / static_cast<double>(iterations));
     result.timed_ns += *t;
+    if (StopsBehind(result.samples_ns, options)) {
+      result.stopped = true;
+      break;
+    }
   }
   result.iterations = iterations;
   result.calibrate_ns = calibrate_ns;

@@ -37,6 +37,14 @@ struct TimingOptions {
   // kernel advances, so the calibration, and the decision rounds built on these timings, can be
   // checked exactly.
   double (*clock_ns)() = nullptr;
+  // A config this far behind is no contender: once `stop_after` repetitions are all slower than
+  // `stop_above_ns` per call, the rest are not timed (TimingResult::stopped), and the noisy-
+  // attempt retries are not run for it. Interference only adds time, so a config whose fastest
+  // repetition of two is above the line runs slower than that line. 0: off (every repetition).
+  // The search sets it per measurement from the bucket's best so far (SweepOptions::stop_behind);
+  // external runners do not take it and time every repetition.
+  double stop_above_ns = 0;
+  int stop_after = 2;
 };
 
 // Input sets for a problem of `bytes_per_set` (the kernel's minimum traffic): enough that
@@ -54,6 +62,7 @@ struct TimingResult {
   // and as calibration.
   double timed_ns = 0;
   double calibrate_ns = 0;
+  bool stopped = false;  // fewer than options.repetitions: stopped behind (TimingOptions::stop_above_ns)
 };
 
 double Median(std::vector<double> v);
