@@ -112,7 +112,10 @@ distinct=$(q "SELECT COUNT(*) FROM (SELECT DISTINCT bucket, config FROM measurem
 per_bucket_bad=$(q "SELECT COUNT(*) FROM sweep_tasks t WHERE t.sweep_id = 1 AND t.planned !=
   (SELECT COUNT(*) FROM measurements m WHERE m.sweep_id = 1 AND m.bucket = t.bucket)")
 nbuckets=$(q "SELECT COUNT(DISTINCT bucket) FROM measurements WHERE sweep_id = 1")
-partial=$(q "SELECT COUNT(*) FROM measurements m WHERE m.sweep_id = 1 AND m.outcome = 'ok' AND (SELECT COUNT(*) FROM samples s WHERE s.measurement_id = m.id) != 3")
+# A searched config past the stop line (SweepOptions::stop_behind) keeps the repetitions its
+# detail names ("stopped after 2 of 3 repetitions: ..."); every other ok one has all 3.
+partial=$(q "SELECT COUNT(*) FROM measurements m WHERE m.sweep_id = 1 AND m.outcome = 'ok' AND
+  (SELECT COUNT(*) || ' of 3 ' FROM samples s WHERE s.measurement_id = m.id) NOT IN ('3 of 3 ', substr(m.detail, 15, 7))")
 progress=$(q "SELECT progress_done || '/' || progress_total FROM sweeps WHERE id = 1")
 attempts=$(q "SELECT SUM(attempts) FROM sweep_tasks WHERE sweep_id = 1")
 sweeps=$(q "SELECT COUNT(*) FROM sweeps")
