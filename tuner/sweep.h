@@ -181,10 +181,11 @@ struct SweepOptions {
   // A search measurement stops after TimingOptions::stop_after (2) repetitions when each was
   // slower than this times the bucket's best median so far: a config 15% behind on its fastest
   // repetition is no contender (CouldContend draws the line at 5%), and its three more
-  // repetitions bought nothing. In two adapt runs on the Zen 4 that was 112-149 of 727-869
-  // search measurements and 14-24 s of timed repetitions a run (issue 39: slow buckets get
-  // their time for more configs; at 0.2 s a call, 3 repetitions are 0.6 s). Not for exhaustive
-  // sweeps, whose every measurement is the landscape's. 0: never.
+  // repetitions bought nothing. In an adapt run on the Zen 4 (issue 39, run 7) 172 of 803
+  // search measurements stopped natively and 180 of 738 at AVX2, one of them a reference row's
+  // config that ran 2.1x the best in that run; in a bucket with a time limit the time goes to
+  // more configs (at 0.2 s a call, 3 repetitions are 0.6 s). Not for exhaustive sweeps, whose
+  // every measurement is the landscape's. 0: never.
   double stop_behind = 1.15;
   std::string tool_version = kToolVersion;  // recorded with the environment
   // The time breakdown is committed in parts at most this often (after a stored measurement),
