@@ -43,9 +43,9 @@ struct Verdict {
   int64_t rounds = 0;     // interleaved rounds they came from: the decision round and extra ones
   bool beats = false;     // gain > noise_band, settled (below)
   // A challenger's gain beyond the band by less than one standard error when no extra round was
-  // left to settle it (timing::PairedComparison::Close): not a win. On the 2-core Zen 4 two rows
-  // published on such verdicts (3.0% over a 2.2% band, 4 paired repetitions) were 7-13% slower
-  // than the default when `blocktune regret` timed them later.
+  // left to settle it (timing::PairedComparison::Close), and not `held` (below): not a win. On
+  // the 2-core Zen 4 two rows published on such verdicts (3.0% over a 2.2% band, 4 paired
+  // repetitions) were 7-13% slower than the default when `blocktune regret` timed them later.
   bool unsettled = false;
   // A challenger's win still close when the extra rounds ran out, counted all the same: it rests
   // on at least kHeldWinCycles paired repetitions from at least two rounds timed apart, and each
