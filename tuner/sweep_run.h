@@ -145,9 +145,9 @@ struct BucketRun {
   // measurement noisier than SweepOptions::retime_cv is timed again first (Retime) when it
   // could contend for the bucket's best (CouldContend).
   Result<size_t> MeasureOnce(const Config& c);
-  // Whether `m`'s fastest repetition is within 5% of the best median the bucket has so far (or
-  // it has none yet).
-  bool CouldContend(const Measurement& m) const;
+  // Whether `m`'s fastest repetition is within 5% of `best_ns`, the best median the bucket had
+  // before it (or it has none yet: 0).
+  static bool CouldContend(const Measurement& m, double best_ns);
   // Times an ok measurement's config again (interleaved timing, at its calibrated count) and
   // keeps the quieter of the two by robust CV; `detail` says so.
   void Retime(Measurement& m);

@@ -55,16 +55,18 @@ Measurement BucketRun::Base(const Config& c) const {
 Result<size_t> BucketRun::MeasureOnce(const Config& c) {
   if (auto it = measured.find(c.ToString()); it != measured.end()) return it->second;
   Measurement fresh = Base(c);
+  // The bucket's best median so far (0: none yet): the line a far-behind config stops at, and
+  // the one a noisy config must come near to get a second look.
+  const Measurement* best = SelectWinner(results);
+  const double best_ns = best != nullptr && best->median_ns > 0 ? best->median_ns : 0;
   EvalRequest request = eval;
-  if (run.options.stop_behind > 0 && run.request.strategy != Strategy::kExhaustive) {
-    if (const Measurement* best = SelectWinner(results); best != nullptr && best->median_ns > 0) {
-      request.timing.stop_above_ns = run.options.stop_behind * best->median_ns;
-    }
+  if (run.options.stop_behind > 0 && run.request.strategy != Strategy::kExhaustive && best_ns > 0) {
+    request.timing.stop_above_ns = run.options.stop_behind * best_ns;
   }
   run.evaluator.Measure(request, c, fresh);
   ++run.bd.measured;
   if (fresh.outcome == Outcome::kOk && run.options.retime_cv > 0 &&
-      timing::RobustCv(fresh.samples_ns) > run.options.retime_cv && CouldContend(fresh)) {
+      timing::RobustCv(fresh.samples_ns) > run.options.retime_cv && CouldContend(fresh, best_ns)) {
     Retime(fresh);
   }
   spdlog::debug("measured kernel={} bucket={} config={} outcome={} median_ns={:.0f} cv={:.3f}", run.spec.name(),
@@ -73,14 +75,13 @@ Result<size_t> BucketRun::MeasureOnce(const Config& c) {
   return results.size() - 1;
 }
 
-bool BucketRun::CouldContend(const Measurement& m) const {
+bool BucketRun::CouldContend(const Measurement& m, double best_ns) {
   // Interference only adds time: a config whose fastest repetition is more than 5% slower than
   // the bucket's best median so far is no contender however its repetitions spread, and a second
   // look would not make it one. On the 2-core Zen 4 (2026-12-07) 123 of 857 search measurements of
   // an adapt run spread more than retime_cv, most of them configs far behind the best.
-  const Measurement* best = SelectWinner(results);
-  if (best == nullptr || !(best->median_ns > 0) || m.samples_ns.empty()) return true;
-  return *std::min_element(m.samples_ns.begin(), m.samples_ns.end()) < 1.05 * best->median_ns;
+  if (!(best_ns > 0) || m.samples_ns.empty()) return true;
+  return *std::min_element(m.samples_ns.begin(), m.samples_ns.end()) < 1.05 * best_ns;
 }
 
 void BucketRun::Retime(Measurement& m) {
